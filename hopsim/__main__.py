@@ -1,0 +1,5 @@
+import sys
+
+from hopsim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Typed, sourced hardware configuration (pydantic). One module per GPU."""

@@ -1,0 +1,1 @@
+"""Programs in the hopsim IR (the TMA + WGMMA GEMM family) and the same kernels in CUDA C++."""
