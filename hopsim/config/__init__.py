@@ -1,1 +1,61 @@
-"""Typed, sourced hardware configuration (pydantic). One module per GPU."""
+"""Typed, sourced hardware configuration (pydantic). One module per GPU.
+
+`load_gpu("h100_sxm")` returns a `GpuConfig` whose `spec` are chip facts and whose `timing` are the
+model's timing parameters: the defaults of `h100_sxm.py`, overridden field by field by the calibrated
+values in `h100_sxm_calibrated.json` when that file exists (written by `hopsim validate calibrate`).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from pydantic import BaseModel, ConfigDict
+
+from hopsim.config.base import Param, ParamGroup
+from hopsim.config.h100_sxm import H100Spec, H100Timing
+from isa.errors import InputError
+
+_HERE = pathlib.Path(__file__).resolve().parent
+GPUS = {"h100_sxm": (H100Spec, H100Timing, _HERE / "h100_sxm_calibrated.json")}
+
+
+class GpuConfig(BaseModel):
+    """One GPU: chip facts and timing parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    spec: H100Spec
+    timing: H100Timing
+
+    @property
+    def clock_hz(self) -> float:
+        return float(self.spec.clock_mhz.value) * 1e6
+
+    def cycles_to_ms(self, cycles: float) -> float:
+        return cycles / self.clock_hz * 1e3
+
+    def with_timing(self, **updates) -> "GpuConfig":
+        """A copy with timing fields replaced (values or Params) — for what-if studies and tests."""
+        conv = {}
+        for k, v in updates.items():
+            if isinstance(v, (int, float)):
+                old = self.timing.params()[k]
+                v = Param(value=v, unit=old.unit, meaning=old.meaning, source="assumed: overridden by the user")
+            conv[k] = v
+        return self.model_copy(update={"timing": self.timing.with_values(conv)})
+
+
+def load_gpu(name: str = "h100_sxm", *, calibrated: bool = True) -> GpuConfig:
+    if name not in GPUS:
+        raise InputError("gpu", name, f"one of {sorted(GPUS)}")
+    spec_cls, timing_cls, calib_path = GPUS[name]
+    timing = timing_cls()
+    if calibrated and calib_path.exists():
+        data = json.loads(calib_path.read_text())
+        timing = timing.with_values({k: Param(**v) for k, v in data.get("timing", {}).items()})
+    return GpuConfig(name=name, spec=spec_cls(), timing=timing)
+
+
+__all__ = ["GpuConfig", "Param", "ParamGroup", "load_gpu"]

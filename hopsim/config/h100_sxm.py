@@ -1,0 +1,70 @@
+"""The H100 SXM5 80 GB (GH100, sm_90a) as the simulator sees it.
+
+Two groups, kept apart:
+- `H100Spec`   facts of the chip (datasheet, programming guide, PTX ISA). Never calibrated.
+- `H100Timing` timing parameters of the model. Each starts as literature or ``assumed`` and is
+  replaced by a ``measured:`` value when `hopsim validate calibrate` turns the microbenchmark records
+  (validation/records/h100/microbench__*.json) into `h100_sxm_calibrated.json` beside this file.
+
+Sources cited as [KEY] are listed in shared/reference/hopper-facts.md §12.
+"""
+
+from __future__ import annotations
+
+from hopsim.config.base import P, Param, ParamGroup
+
+
+class H100Spec(ParamGroup):
+    """Chip facts of the H100 SXM5 80 GB."""
+
+    num_sms: Param = P(132, "SMs", "streaming multiprocessors enabled", "spec: [LOCKWOOD], [NV-INDEPTH]; validation H100 reports 132 [KINDS]")
+    num_subpartitions: Param = P(4, "SMSPs/SM", "sub-partitions per SM, each with one warp scheduler and one tensor core", "spec: [NV-INDEPTH]")
+    clock_mhz: Param = P(1980, "MHz", "maximum SM clock (cudaDevAttrClockRate); cycles convert to time at this clock", "spec: [BENCH-REPORT]")
+    smem_per_sm_bytes: Param = P(233472, "bytes", "largest shared-memory carve-out per SM (228 KB)", "spec: [HTG] 1.4.1.1")
+    smem_per_cta_bytes: Param = P(232448, "bytes", "largest shared memory one CTA may use (227 KB; 1 KB per CTA reserved)", "spec: [CPG-CC90]")
+    smem_reserved_per_cta_bytes: Param = P(1024, "bytes", "shared memory the system reserves per resident CTA", "spec: [CPG-CC90]")
+    smem_banks: Param = P(32, "banks", "shared-memory banks", "spec: [CPG-SWZ]")
+    smem_bank_bytes: Param = P(4, "bytes", "width of one bank per cycle", "spec: [CPG-SWZ]")
+    regs_per_sm: Param = P(65536, "32-bit registers", "register file per SM", "spec: [HTG] 1.4.1.1")
+    reg_alloc_unit: Param = P(256, "registers", "register allocation granule per warp (8 per thread)", "spec: CUDA occupancy calculator, cc 9.0")
+    max_regs_per_thread: Param = P(255, "registers", "registers one thread may use", "spec: [HTG]")
+    max_threads_per_sm: Param = P(2048, "threads", "resident threads per SM", "spec: [HTG]")
+    max_warps_per_sm: Param = P(64, "warps", "resident warps per SM", "spec: [HTG]")
+    max_ctas_per_sm: Param = P(32, "CTAs", "resident CTAs per SM", "spec: [HTG]")
+    max_threads_per_cta: Param = P(1024, "threads", "threads per CTA", "spec: CUDA programming guide, cc 9.0")
+    l2_bytes: Param = P(52428800, "bytes", "L2 cache (50 MB enabled of 60 MB)", "spec: [LOCKWOOD]")
+    hbm_bytes: Param = P(85899345920, "bytes", "HBM3 capacity (80 GiB)", "spec: [LOCKWOOD]")
+    hbm_peak_bytes_per_s: Param = P(3.35e12, "bytes/s", "HBM3 datasheet bandwidth", "spec: [LOCKWOOD]")
+    tensor_fma_f16_per_cycle_per_sm: Param = P(2048, "FMA/cycle/SM", "dense f16/bf16 tensor-core rate (4096 FLOP/clk/SM)", "spec: [FORUM-244727]; 989.4e12 / (132 * 4096 * 1.83e9) = 1.00")
+    tensor_clock_mhz: Param = P(1830, "MHz", "clock behind NVIDIA's 989.4 TFLOP/s dense f16 figure", "spec: [LOCKWOOD]")
+
+
+class H100Timing(ParamGroup):
+    """Timing parameters of the model (SM cycles unless the unit says otherwise)."""
+
+    issue_cycles: Param = P(1, "cycles", "issue slot of one warp instruction at its sub-partition scheduler", "spec: one warp instruction per clock per scheduler [NV-INDEPTH]")
+    alu_latency_cycles: Param = P(4, "cycles", "dependent-issue latency of integer/float ALU instructions", "assumed: typical sm80/sm90 value, not measured here")
+    smem_latency_cycles: Param = P(29, "cycles", "ld.shared latency of a conflict-free access (one wavefront)", "literature: [LUO24] Table IV, H800 PCIe p-chase")
+    smem_cycles_per_wavefront: Param = P(1, "cycles", "shared-memory data-path time per wavefront (128 B/clk)", "spec: [CPG-SWZ] 32 banks x 4 B per clock")
+    gmem_l2_latency_cycles: Param = P(263, "cycles", "global load latency on an L2 hit", "literature: [LUO24] Table IV, H800 PCIe")
+    gmem_hbm_latency_cycles: Param = P(600, "cycles", "global load latency on an L2 miss (HBM)", "literature: [HPMLL] random chase 600-650 cycles, H800 PCIe")
+    l2_bytes_per_cycle: Param = P(3942, "bytes/cycle", "whole-chip L2 -> SM bandwidth", "literature: [LUO24] Table V, H800 PCIe FP32.v4")
+    hbm_bytes_per_cycle: Param = P(1515, "bytes/cycle", "whole-chip achievable HBM bandwidth at clock_mhz", "derived: 3.0e12 B/s D2D measured on the validation H100 [KINDS] / 1.98e9 Hz")
+    tma_issue_cycles: Param = P(8, "cycles", "TMA unit time to accept one cp.async.bulk.tensor (per box)", "assumed: not published")
+    tma_bytes_per_cycle: Param = P(128, "bytes/cycle", "bytes per cycle one SM's TMA unit can write into shared memory", "assumed: equals the 128 B/clk shared-memory port")
+    tma_extra_latency_cycles: Param = P(100, "cycles", "TMA round trip beyond an ordinary load of the same data", "literature: [HPMLL] 365 (TMA) vs 264 (ld) cycles from L2, H800 PCIe")
+    wgmma_fixed_latency_cycles: Param = P(0, "cycles", "wgmma latency beyond its tensor-pipe time N/2 (m64nNk16 f16)", "literature: [LUO24] m64n256k16 latency 128.0 = N/2, H800 PCIe")
+    wgmma_issue_cycles: Param = P(1, "cycles", "warpgroup issue cost of one wgmma.mma_async", "assumed")
+    mbarrier_arrive_cycles: Param = P(8, "cycles", "mbarrier.arrive (incl. expect_tx) issue-to-effect", "assumed: not published")
+    mbarrier_wakeup_cycles: Param = P(20, "cycles", "phase completion to a try_wait-ing warp resuming", "assumed: not published")
+    bar_sync_cycles: Param = P(20, "cycles", "bar.sync release after the last warp arrives", "assumed")
+    cta_launch_cycles: Param = P(1000, "cycles", "CTA launch on an SM whose previous CTA just exited (incl. prologue setup)", "assumed")
+    gst_bytes_per_cycle_per_sm: Param = P(64, "bytes/cycle", "st.global bytes one SM can send per cycle", "assumed")
+
+
+def h100_spec() -> H100Spec:
+    return H100Spec()
+
+
+def h100_timing_defaults() -> H100Timing:
+    return H100Timing()
