@@ -30,8 +30,7 @@ class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose usage errors are one line plus exit status 2."""
 
     def error(self, message: str) -> None:  # noqa: D401
-        self.exit(2, f"hopsim {self.prog.split(' ', 1)[-1] if ' ' in self.prog else ''}: error: {message}\n"
-                  f"(see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
