@@ -1,0 +1,267 @@
+"""Run named sweeps of the CUDA GEMM family on the GPU and write one record per configuration.
+
+    python3 -m validation.gemm_runs --sweep smoke --out DIR      # on the GPU machine
+    python3 -m validation.gemm_runs --sweep validation --list    # anywhere: print the configs
+    python3 -m validation.gemm_runs --sweep best --compile-only  # anywhere with nvcc: warm cache
+
+Each configuration: compile (parallel, cached), check on fresh random data with a NaN-poisoned
+output against cupy.matmul, time with CUDA events (rotated inputs), time cupy.matmul (cuBLAS) on
+the same shape/layout/dtype in the same run, then `write_record("gemm", ...)`. A summary table is
+printed last. Sweeps:
+  smoke       a handful of variants at 1024^3 and 4096^3
+  best        candidates for the fastest variant at 4096^3 and 8192^3 (f16, f32 accumulate)
+  validation  issue 5's workload set (>= 60 configurations): stages 1..6 x box rows {8,64,128}
+              x CTAs/SM {auto,1} at 4096^3 for both variants, 2048x2048x8192 and 8192x8192x4096
+              points, a swizzle sweep and a layout sweep.
+Code here runs on the GPU machine: no simpy/pydantic; cupy only inside functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+
+from kernels.params import GemmParams
+from isa.errors import InputError
+
+# Base configurations of the two variants.
+SINGLE = dict(bm=128, bn=128, stages=4, box_rows=128, swizzle="128B", variant="single",
+              epilogue="direct", raster="row")
+WS2 = dict(bm=128, bn=256, stages=4, box_rows=128, swizzle="128B", variant="ws", consumers=2,
+           epilogue="stmatrix", raster="grouped")
+WS1 = dict(bm=128, bn=128, stages=4, box_rows=128, swizzle="128B", variant="ws", consumers=1,
+           epilogue="stmatrix", raster="grouped")
+
+
+def _cube(n: int) -> dict:
+    return dict(m=n, n=n, k=n)
+
+
+def sweep_smoke() -> list[GemmParams]:
+    out = []
+    for size in (1024, 4096):
+        s = _cube(size)
+        out += [
+            GemmParams(**s, **SINGLE),
+            # the seed's shape: nn layout, f16 accumulators, 8-row boxes, 3 stages, stmatrix
+            GemmParams(**s, **{**SINGLE, "layout": "nn", "accum": "f16", "box_rows": 8,
+                               "stages": 3, "epilogue": "stmatrix", "raster": "grouped"}),
+            GemmParams(**s, **WS2),
+            GemmParams(**s, **{**WS2, "layout": "nn"}),
+            GemmParams(**s, **{**WS1, "swizzle": "64B", "epilogue": "direct", "ctas_per_sm": 1}),
+            GemmParams(**s, **{**SINGLE, "dtype": "bf16", "swizzle": "32B", "box_rows": 64}),
+            GemmParams(**s, **{**SINGLE, "bm": 256, "bn": 64, "stages": 4, "layout": "nn",
+                               "swizzle": "64B", "box_rows": 32}),
+            GemmParams(**s, **{**WS2, "bm": 256, "bn": 128, "stages": 3, "dtype": "bf16"}),
+        ]
+    return out
+
+
+def sweep_best() -> list[GemmParams]:
+    out = []
+    for size in (4096, 8192):
+        s = _cube(size)
+        out += [
+            GemmParams(**s, **WS2),
+            GemmParams(**s, **{**WS2, "stages": 3}),
+            GemmParams(**s, **{**WS2, "raster": "row"}),
+            GemmParams(**s, **{**WS2, "epilogue": "direct"}),
+            GemmParams(**s, **{**WS2, "layout": "nn"}),
+            GemmParams(**s, **{**WS2, "bm": 256, "bn": 128}),
+            GemmParams(**s, **{**WS2, "bn": 128, "stages": 6}),
+            GemmParams(**s, **{**WS1, "stages": 6}),
+            GemmParams(**s, **{**SINGLE, "stages": 4, "epilogue": "stmatrix", "raster": "grouped"}),
+            GemmParams(**s, **{**WS2, "accum": "f16"}),
+        ]
+    return out
+
+
+def sweep_validation() -> list[GemmParams]:
+    out: list[GemmParams] = []
+    s4096 = _cube(4096)
+    ws = WS1  # 128x128 so that stages 1..6 fit for both variants
+    for base in (SINGLE, ws):
+        for stages in range(1, 7):
+            for rows in (8, 64, 128):
+                for cta in ("auto", 1):
+                    out.append(GemmParams(**s4096, **{**base, "stages": stages, "box_rows": rows,
+                                                      "ctas_per_sm": cta}))
+    for shape in (dict(m=2048, n=2048, k=8192), dict(m=8192, n=8192, k=4096)):
+        for base in (SINGLE, ws):
+            for stages in (2, 4):
+                for rows in (8, 128):
+                    out.append(GemmParams(**shape, **{**base, "stages": stages, "box_rows": rows}))
+    for base in (SINGLE, ws):  # swizzle sweep (box width follows the span)
+        for sw in ("32B", "64B", "128B"):
+            out.append(GemmParams(**s4096, **{**base, "swizzle": sw}))
+    for base in (SINGLE, ws):  # layout sweep
+        for layout in ("tn", "nn"):
+            for stages in (2, 4):
+                out.append(GemmParams(**s4096, **{**base, "layout": layout, "stages": stages}))
+    # de-duplicate, keep order
+    seen, uniq = set(), []
+    for p in out:
+        if p not in seen:
+            seen.add(p)
+            uniq.append(p)
+    return uniq
+
+
+SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation}
+
+
+def sass_counts(cubin: pathlib.Path) -> dict | None:
+    """Counts of the instructions that matter in the SASS (needs cuobjdump)."""
+    exe = shutil.which("cuobjdump")
+    if not exe:
+        return None
+    r = subprocess.run([exe, "-sass", str(cubin)], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    keys = ["HGMMA", "UTMALDG", "STSM", "SYNCS", "USETMAXREG", "WARPGROUP", "LDL", "STL", "BAR"]
+    counts = {k: 0 for k in keys}
+    for line in r.stdout.splitlines():
+        for k in keys:
+            if f" {k}" in line or f"{k}." in line:
+                counts[k] += 1
+    return counts
+
+
+def _fmt(x, f="{:.3f}"):
+    return "-" if x is None else f.format(x)
+
+
+def run_sweep(name: str, out_dir: pathlib.Path, only: int | None = None) -> int:
+    from validation import harness  # noqa: PLC0415  (cupy inside)
+    from validation.provenance import device_provenance, write_record  # noqa: PLC0415
+
+    params = SWEEPS[name]()
+    if only:
+        params = params[:only]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    compiled = harness.compile_many(params)
+    print(f"[{name}] compiled {len(params)} configurations in {time.time() - t0:.1f} s "
+          f"({sum(1 for c in compiled if getattr(c, 'cached', False))} cached)", flush=True)
+    prov = device_provenance()
+    cublas_cache: dict = {}
+    rows = []
+    for i, (p, comp) in enumerate(zip(params, compiled)):
+        rec = {"sweep": name, "params": p.to_dict(), "tag": p.tag, "cuda_defines": p.cuda_defines(),
+               "dynamic_smem_bytes": p.dynamic_smem_bytes, "threads": p.threads, "grid": p.grid,
+               "boxes_per_stage": p.boxes_per_stage, "stage_bytes": p.stage_bytes, "flops": p.flops}
+        status = "ok"
+        try:
+            if isinstance(comp, Exception):
+                raise comp
+            rec["ptxas"] = comp.resources()
+            rec["sass"] = sass_counts(comp.cubin)
+            kern = harness.GemmKernel(p, comp)
+            rec["occupancy_ctas_per_sm"] = kern.occupancy()
+            chk = harness.check_gemm(kern, seed=1000 + i)
+            rec.update(chk)
+            if not chk["correct"]:
+                status = "WRONG"
+            tm = harness.time_gemm(kern)
+            rec.update(tm)
+            key = (p.m, p.n, p.k, p.dtype, p.layout)
+            if key not in cublas_cache:
+                cublas_cache[key] = harness.time_cublas(p)
+            cb = cublas_cache[key]
+            rec["cublas"] = cb
+            rec["cublas_time_ms"] = cb["time_ms"] if cb else None
+            rec["cublas_tflops"] = cb["tflops"] if cb else None
+            rec["pct_of_cublas"] = 100.0 * cb["time_ms"] / tm["time_ms"] if cb else None
+        except Exception as e:  # noqa: BLE001  (one bad config must not stop the sweep)
+            status = "ERROR"
+            rec["error"] = f"{type(e).__name__}: {e}"
+            rec["traceback"] = traceback.format_exc()[-3000:]
+            print(rec["traceback"], file=sys.stderr, flush=True)
+            try:
+                import cupy  # noqa: PLC0415
+
+                cupy.cuda.Device().synchronize()
+            except Exception:  # noqa: BLE001  (a sticky fault: the context is gone)
+                print("CUDA context unusable after this error; stopping the sweep", flush=True)
+                rec["status"] = status
+                write_record("gemm", f"{name}__{p.tag}", rec, prov, out_dir=out_dir)
+                rows.append((p, rec, status))
+                break
+        rec["status"] = status
+        write_record("gemm", f"{name}__{p.tag}", rec, prov, out_dir=out_dir)
+        rows.append((p, rec, status))
+        print(f"[{i + 1}/{len(params)}] {status:5s} {p.tag} t={_fmt(rec.get('time_ms'))} ms "
+              f"{_fmt(rec.get('tflops'), '{:.0f}')} TF/s cuBLAS%={_fmt(rec.get('pct_of_cublas'), '{:.1f}')} "
+              f"rel={_fmt(rec.get('rel_err'), '{:.1e}')} regs={rec.get('ptxas', {}).get('registers')}",
+              flush=True)
+    print_table(name, rows, prov)
+    (out_dir / f"summary_{name}.json").write_text(json.dumps(
+        [{"tag": p.tag, "status": s, **{k: r.get(k) for k in ("time_ms", "tflops", "cublas_time_ms",
+                                                              "pct_of_cublas", "rel_err", "unwritten",
+                                                              "occupancy_ctas_per_sm")}}
+         for p, r, s in rows], indent=1))
+    return 0 if all(s == "ok" for _, _, s in rows) else 1
+
+
+def print_table(name: str, rows, prov: dict) -> None:
+    smi = prov.get("nvidia_smi", {})
+    print(f"\n== {name}: {prov.get('device_name')} driver {smi.get('driver')} commit {prov.get('git_commit')}")
+    hdr = f"{'status':6s} {'size':16s} {'variant':7s} {'lay':3s} {'acc':3s} {'tile':10s} {'st':>2s} {'box':>3s} {'swz':4s} {'cta':4s} {'epi':8s} {'ras':7s} {'ms':>8s} {'TF/s':>6s} {'cuBLAS':>8s} {'%cuB':>6s} {'rel_err':>8s} {'occ':>3s} {'MHz':>9s}"
+    print(hdr)
+    for p, r, s in rows:
+        v = "ws" + str(p.consumers) if p.variant == "ws" else "single"
+        clk = f"{r.get('sm_clock_mhz_before', '-')}/{r.get('sm_clock_mhz_after', '-')}"
+        print(f"{s:6s} {p.m}x{p.n}x{p.k:<6} {v:7s} {p.layout:3s} {p.accum:3s} {p.bm}x{p.bn}x{p.bk:<3} "
+              f"{p.stages:2d} {p.box_rows:3d} {p.swizzle:4s} {str(p.ctas_per_sm):4s} {p.epilogue:8s} "
+              f"{p.raster:7s} {_fmt(r.get('time_ms'), '{:8.4f}')} {_fmt(r.get('tflops'), '{:6.0f}')} "
+              f"{_fmt(r.get('cublas_time_ms'), '{:8.4f}')} {_fmt(r.get('pct_of_cublas'), '{:6.1f}')} "
+              f"{_fmt(r.get('rel_err'), '{:8.1e}')} {str(r.get('occupancy_ctas_per_sm', '-')):>3s} {clk:>9s}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="example: python3 -m validation.gemm_runs --sweep smoke --out /tmp/gemm")
+    ap.add_argument("--sweep", choices=sorted(SWEEPS), required=True)
+    ap.add_argument("--out", type=pathlib.Path, help="directory for the records (default: a temp dir)")
+    ap.add_argument("--list", action="store_true", help="print the configurations and exit")
+    ap.add_argument("--compile-only", action="store_true", help="compile (fill the cubin cache) and exit")
+    ap.add_argument("--only", type=int, help="run only the first N configurations")
+    args = ap.parse_args(argv)
+    try:
+        params = SWEEPS[args.sweep]()
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.list:
+        for p in params:
+            print(p.tag, p.smem_footprint_bytes, p.boxes_per_stage)
+        print(f"{len(params)} configurations")
+        return 0
+    if args.compile_only:
+        from validation import harness  # noqa: PLC0415
+
+        t0 = time.time()
+        res = harness.compile_many(params)
+        bad = 0
+        for p, c in zip(params, res):
+            if isinstance(c, Exception):
+                bad += 1
+                print(f"FAIL {p.tag}: {c}")
+            else:
+                print(f"{p.tag} regs={c.registers} spills={c.spill_stores}/{c.spill_loads} "
+                      f"stack={c.stack_bytes} warn={len(c.warnings)} {'cached' if c.cached else ''}")
+        print(f"{len(params) - bad}/{len(params)} compiled in {time.time() - t0:.1f} s")
+        return 1 if bad else 0
+    out = args.out or pathlib.Path(os.environ.get("OUT", "/tmp")) / f"gemm_{args.sweep}"
+    return run_sweep(args.sweep, out, args.only)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
