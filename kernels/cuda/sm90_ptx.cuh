@@ -25,17 +25,37 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-// Block until the phase with parity `parity` has completed (try_wait may return early: loop).
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
   asm volatile(
       "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
       : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ uint64_t globaltimer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+// Block until the phase with parity `parity` has completed (try_wait may return early: loop).
+// Watchdog: a wait longer than 4 s traps (a launch error instead of a hung GPU); compile with
+// -DSM90_NO_WATCHDOG to drop it.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  if (mbar_try_wait(bar, parity)) return;
+#ifndef SM90_NO_WATCHDOG
+  const uint64_t t0 = globaltimer_ns();
+#endif
+  while (!mbar_try_wait(bar, parity)) {
+#ifndef SM90_NO_WATCHDOG
+    if (globaltimer_ns() - t0 > 4000000000ull) __trap();
+#endif
+  }
 }
 
 // ---- TMA: 2-D tiled load, completes complete-tx(bytes) on `bar` ------------------------------
