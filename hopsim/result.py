@@ -1,0 +1,80 @@
+"""`SimResult`: what a timed run reports.
+
+    cycles, time_ms            total SM cycles of the launch; time at `clock_mhz`
+    ctas, ctas_per_sm, limiting, waves
+    roles                      per warp role ("producer" = issued TMA, "consumer" = issued wgmma,
+                               "other"): warps, cycles issuing, cycles waiting on each thing
+                               (``mbarrier``, ``wait_group``, ``bar.sync``, ``smem``, ``gmem``, ...),
+                               summed over the warps of that role
+    busy                       busy fraction of TMA unit, tensor cores, smem port (mean over the
+                               SMs that ran CTAs) and of the chip-wide L2 and HBM links
+    bytes_l2, bytes_hbm        bytes read that hit L2 / came from HBM; bytes_stored to L2
+    smem_wavefronts, smem_ideal_wavefronts, bank_conflicts
+    flops, tflops              tensor FLOPs executed (or `flop_count` given by the caller) / time
+`to_json()` gives a plain dict (no trace, no memory image).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SimResult:
+    kernel: str
+    cycles: int
+    clock_mhz: float
+    ctas: int
+    ctas_per_sm: int
+    limiting: str
+    waves: int
+    sms_used: int
+    roles: dict[str, dict[str, Any]]
+    busy: dict[str, float]
+    bytes_l2: int
+    bytes_hbm: int
+    bytes_stored: int
+    smem_wavefronts: int
+    smem_ideal_wavefronts: int
+    flops: int
+    mode: str = "values"
+    extra: dict[str, Any] = field(default_factory=dict)
+    trace: Any = None  # hopsim.trace.Trace when trace=True
+    machine: Any = None  # the functional state (global memory) when values=True
+
+    @property
+    def time_ms(self) -> float:
+        return self.cycles / (self.clock_mhz * 1e3)
+
+    @property
+    def bank_conflicts(self) -> int:
+        return self.smem_wavefronts - self.smem_ideal_wavefronts
+
+    @property
+    def tflops(self) -> float:
+        s = self.time_ms * 1e-3
+        return self.flops / s / 1e12 if s > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel, "mode": self.mode, "cycles": self.cycles, "time_ms": self.time_ms,
+            "clock_mhz": self.clock_mhz, "ctas": self.ctas, "ctas_per_sm": self.ctas_per_sm,
+            "limiting": self.limiting, "waves": self.waves, "sms_used": self.sms_used,
+            "roles": self.roles, "busy": self.busy, "bytes_l2": self.bytes_l2, "bytes_hbm": self.bytes_hbm,
+            "bytes_stored": self.bytes_stored, "smem_wavefronts": self.smem_wavefronts,
+            "smem_ideal_wavefronts": self.smem_ideal_wavefronts, "bank_conflicts": self.bank_conflicts,
+            "flops": self.flops, "tflops": self.tflops, **({"extra": self.extra} if self.extra else {}),
+        }
+
+    def summary(self) -> str:
+        b = self.busy
+        lines = [f"{self.kernel}: {self.cycles} cycles = {self.time_ms:.4f} ms at {self.clock_mhz:.0f} MHz, "
+                 f"{self.tflops:.1f} TFLOP/s; {self.ctas} CTAs, {self.ctas_per_sm}/SM ({self.limiting}), {self.waves} waves",
+                 "busy: " + ", ".join(f"{k} {v:.1%}" for k, v in b.items()),
+                 f"bytes: L2 hits {self.bytes_l2}, HBM {self.bytes_hbm}, stored {self.bytes_stored}; "
+                 f"smem wavefronts {self.smem_wavefronts} (bank conflicts {self.bank_conflicts})"]
+        for role, r in self.roles.items():
+            waits = ", ".join(f"{k} {v}" for k, v in sorted(r["wait"].items()))
+            lines.append(f"  {role} ({r['warps']} warps): issuing {r['issue']} cycles; waiting: {waits or '-'}")
+        return "\n".join(lines)
