@@ -1,0 +1,535 @@
+"""Parameter sweeps: knob values, grids, and running a function over every point in parallel.
+
+A *point* is a dict of GEMM knobs keyed by the `kernels.params.GemmParams` field names plus `gpu`
+(`{"m": 4096, ..., "stages": 3, "box_rows": 64, "ctas_per_sm": "auto", "gpu": "h100_sxm"}`); every
+point carries every knob (the defaults fill the rest), so each result row keeps all its parameters.
+
+Knob values (command-line flags and `grid.yaml` share one syntax, checked per knob):
+
+    "1-6"              an inclusive integer range          -> [1, 2, 3, 4, 5, 6]
+    "8,64,128"         a list                              -> [8, 64, 128]
+    "auto,1"           choices and integers mixed          -> ["auto", 1]
+    "128x128x64"       a tile BMxBNxBK (sets bm, bn, bk)   -> [(128, 128, 64)]
+    4 / [1, 2] (YAML)  native YAML scalars and lists work too
+
+A value outside a knob's domain raises `InputError` naming the knob and what is valid
+(`stages=0 is invalid: 1..8`). Combinations (a tile whose stages do not fit shared memory) are
+checked per point by whoever runs it (`GemmParams`), not here.
+
+grid.yaml:
+
+    base:  {m: 4096, n: 4096, k: 4096, variant: single}    # fixed knobs
+    sweep: {stages: "1-6", tma_box_rows: [8, 64, 128], ctas_per_sm: [auto, 1]}
+
+The grid is the cartesian product of the `sweep` lists (the last knob varies fastest).
+
+Running: `run_sweep(points, fn)` calls a picklable top-level `fn(point) -> dict` on every point
+with a local process pool (default), serially, or on an existing Dask cluster
+(`executor="dask://HOST:PORT"`, needs the `dask` extra). A point whose `fn` raises becomes a row
+with an `error` column; the sweep goes on. Rows come back in the order of the points.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import csv
+import dataclasses
+import importlib
+import itertools
+import json
+import math
+import os
+import pathlib
+import re
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from isa.errors import InputError
+
+# --------------------------------------------------------------------------- knob domains
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One sweepable knob: its point key(s), command-line flag, domain and meaning."""
+
+    name: str                      # canonical name in grid.yaml (and the point key, except tile)
+    flag: str                      # command-line flag without dashes, as in `simulate gemm`
+    kind: str                      # "int" | "choice" | "tile" | "posint"
+    choices: tuple = ()            # allowed values ("int": allowed integers; "choice": strings/ints)
+    help: str = ""
+
+    @property
+    def allowed(self) -> str:
+        if self.kind == "posint":
+            return "a positive integer (a range like 1024-4096 steps by 1; prefer a list)"
+        if self.kind == "tile":
+            return "BMxBNxBK with BM, BN in {64, 128, 256} and BK = 64, e.g. 128x128x64"
+        if self.kind == "int" and _is_contiguous(self.choices):
+            return f"{self.choices[0]}..{self.choices[-1]}"
+        return "one of " + ", ".join(str(c) for c in self.choices)
+
+
+def _is_contiguous(vals: tuple) -> bool:
+    return bool(vals) and all(isinstance(v, int) for v in vals) and list(vals) == list(
+        range(vals[0], vals[-1] + 1))
+
+
+def _gpu_names() -> tuple:
+    try:
+        from hopsim.config import GPUS  # noqa: PLC0415  (pydantic; only when asked)
+
+        return tuple(sorted(GPUS))
+    except Exception:  # noqa: BLE001
+        return ("h100_sxm",)
+
+
+#: The knobs of the GEMM family (issue 4's `simulate gemm` flags), in command-line order.
+KNOBS: tuple[Knob, ...] = (
+    Knob("m", "m", "posint", help="problem M (a multiple of BM)"),
+    Knob("n", "n", "posint", help="problem N (a multiple of BN)"),
+    Knob("k", "k", "posint", help="problem K (a multiple of BK)"),
+    Knob("dtype", "dtype", "choice", ("f16", "bf16"), "input and output type"),
+    Knob("accum", "accum", "choice", ("f32", "f16"), "accumulator type"),
+    Knob("layout", "layout", "choice", ("tn", "nn"), "operand layouts (tn: both K-major)"),
+    Knob("tile", "tile", "tile", help="CTA tile BMxBNxBK"),
+    Knob("stages", "stages", "int", tuple(range(1, 9)), "shared-memory pipeline depth"),
+    Knob("box_rows", "tma-box-rows", "int", (8, 16, 32, 64, 128, 256), "TMA box rows R"),
+    Knob("swizzle", "swizzle", "choice", ("32B", "64B", "128B"), "TMA / wgmma swizzle"),
+    Knob("variant", "variant", "choice", ("single", "ws"), "single warpgroup or warp-specialized"),
+    Knob("consumers", "consumers", "int", (1, 2), "consumer warpgroups (ws)"),
+    Knob("ctas_per_sm", "ctas-per-sm", "choice", ("auto", 1), "occupancy: from resources or 1"),
+    Knob("epilogue", "epilogue", "choice", ("direct", "stmatrix"), "C store path"),
+    Knob("raster", "raster", "choice", ("row", "grouped"), "CTA rasterisation"),
+    Knob("group_m", "group-m", "int", (1, 2, 4, 8, 16), "M-tiles per group (raster grouped)"),
+    Knob("gpu", "gpu", "choice", (), "GPU configuration"),
+)
+
+_ALIASES = {"warp-specialized": "ws", "warp_specialized": "ws"}  # variant spelled as in issue 4
+_TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+_RANGE_RE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+
+def knob(name: str) -> Knob:
+    """The knob called `name` (grid name, point key or flag, with - or _), else InputError."""
+    key = name.strip().lstrip("-").replace("-", "_").lower()
+    for kn in KNOBS:
+        if key in (kn.name, kn.flag.replace("-", "_")):
+            return _with_gpus(kn)
+    raise InputError("knob", name, "one of " + ", ".join(k.flag for k in KNOBS), where="sweep")
+
+
+def _with_gpus(kn: Knob) -> Knob:
+    return dataclasses.replace(kn, choices=_gpu_names()) if kn.name == "gpu" else kn
+
+
+def default_point() -> dict:
+    """Every knob at its default (the GemmParams defaults and gpu h100_sxm)."""
+    try:
+        from kernels.params import GemmParams  # noqa: PLC0415
+
+        base = GemmParams().to_dict()
+    except ImportError:  # pragma: no cover  (kernels is part of the package)
+        base = {}
+    base["gpu"] = "h100_sxm"
+    return base
+
+
+def _check_one(kn: Knob, raw: Any) -> Any:
+    """One value of knob `kn` (a string or a YAML scalar), converted and checked."""
+    where = "sweep"
+    if kn.kind == "tile":
+        if isinstance(raw, (list, tuple)) and len(raw) == 3:
+            raw = "x".join(str(v) for v in raw)
+        m = _TILE_RE.match(str(raw))
+        if not m:
+            raise InputError(kn.flag, raw, kn.allowed, where=where)
+        bm, bn, bk = (int(g) for g in m.groups())
+        if bm not in (64, 128, 256) or bn not in (64, 128, 256) or bk != 64:
+            raise InputError(kn.flag, str(raw).strip(), kn.allowed, where=where)
+        return (bm, bn, bk)
+    text = str(raw).strip()
+    if kn.kind in ("int", "posint"):
+        try:
+            val = int(text)
+        except ValueError:
+            raise InputError(kn.flag, raw, kn.allowed, where=where) from None
+        ok = val > 0 if kn.kind == "posint" else val in kn.choices
+        if not ok:
+            raise InputError(kn.flag, val, kn.allowed, where=where)
+        return val
+    # choice: strings, with integers where the domain has them (ctas_per_sm: auto or 1)
+    text = _ALIASES.get(text, text) if kn.name == "variant" else text
+    for c in kn.choices:
+        if text == str(c) or (isinstance(c, str) and text.lower() == c.lower()):
+            return c
+    raise InputError(kn.flag, raw, kn.allowed, where=where)
+
+
+def parse_values(name: str, spec: Any) -> list:
+    """All values of knob `name` from a spec: "1-6", "8,64,128", "auto,1", "128x128x64", a YAML
+    scalar or a YAML list. Raises InputError naming the knob and its domain."""
+    kn = knob(name)
+    if kn.kind == "tile" and isinstance(spec, (list, tuple)) and _is_int_triple(spec):
+        return [_check_one(kn, spec)]
+    if isinstance(spec, (list, tuple)):
+        items: list = []
+        for s in spec:
+            items += parse_values(kn.name, s) if isinstance(s, str) else [_check_one(kn, s)]
+        if not items:
+            raise InputError(kn.flag, spec, "at least one value: " + kn.allowed, where="sweep")
+        return _dedup(items)
+    if isinstance(spec, bool) or spec is None:
+        raise InputError(kn.flag, spec, kn.allowed, where="sweep")
+    text = str(spec).strip()
+    if not text:
+        raise InputError(kn.flag, spec, kn.allowed, where="sweep")
+    out: list = []
+    for part in text.split(","):
+        part = part.strip()
+        m = _RANGE_RE.match(part) if kn.kind in ("int", "posint") else None
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if lo > hi:
+                raise InputError(kn.flag, part, f"a rising range lo-hi; valid values: {kn.allowed}",
+                                 where="sweep")
+            if hi - lo >= 100_000:
+                raise InputError(kn.flag, part, "a range of fewer than 100000 values", where="sweep")
+            out += [_check_one(kn, v) for v in range(lo, hi + 1)]
+        else:
+            out.append(_check_one(kn, part))
+    return _dedup(out)
+
+
+def _is_int_triple(v) -> bool:
+    return len(v) == 3 and all(isinstance(x, int) for x in v)
+
+
+def _dedup(vals: list) -> list:
+    seen, out = set(), []
+    for v in vals:
+        if v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+def _apply(point: dict, kn: Knob, value: Any) -> None:
+    if kn.kind == "tile":
+        point["bm"], point["bn"], point["bk"] = value
+    else:
+        point[kn.name] = value
+
+
+# --------------------------------------------------------------------------- grids
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A cartesian product of knob values over a base point.
+
+    `swept` lists the knobs (canonical names) that take more than one value, in product order;
+    `knobs` maps every knob given (swept or fixed) to its parsed values.
+    """
+
+    base: dict
+    knobs: dict  # name -> list of values
+
+    @property
+    def swept(self) -> list[str]:
+        return [n for n, v in self.knobs.items() if len(v) > 1]
+
+    def __len__(self) -> int:
+        return math.prod(len(v) for v in self.knobs.values()) if self.knobs else 1
+
+    def points(self) -> list[dict]:
+        """Every point of the grid: the base with one value of each knob (last varies fastest)."""
+        names = list(self.knobs)
+        out = []
+        for combo in itertools.product(*(self.knobs[n] for n in names)):
+            p = dict(self.base)
+            for n, v in zip(names, combo):
+                _apply(p, knob(n), v)
+            out.append(p)
+        return out
+
+
+def make_grid(sweep: dict | None = None, base: dict | None = None) -> Grid:
+    """A grid from `{knob: spec}` (swept or single values) over defaults updated by `base`."""
+    point = default_point()
+    for name, spec in (base or {}).items():
+        kn = knob(name)
+        vals = parse_values(kn.name, spec)
+        if len(vals) != 1:
+            raise InputError(kn.flag, spec, "a single value in `base` (put lists under `sweep`)",
+                             where="grid")
+        _apply(point, kn, vals[0])
+    knobs: dict = {}
+    for name, spec in (sweep or {}).items():
+        kn = knob(name)
+        knobs[kn.name] = parse_values(kn.name, spec)
+    return Grid(base=point, knobs=knobs)
+
+
+def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
+    """A grid from a YAML file `{base: {...}, sweep: {...}}`; `overrides` (knob -> spec, e.g.
+    from command-line flags) replace the file's entries for those knobs."""
+    import yaml  # noqa: PLC0415
+
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise InputError("grid", str(path), "an existing YAML file with `base:` and `sweep:`",
+                         where="sweep")
+    try:
+        doc = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        at = f" (line {line + 1})" if line is not None else ""
+        raise InputError("grid", str(path), f"valid YAML{at}: {getattr(exc, 'problem', exc)}",
+                         where="sweep") from None
+    if not isinstance(doc, dict) or set(doc) - {"base", "sweep"}:
+        extra = sorted(set(doc) - {"base", "sweep"}) if isinstance(doc, dict) else doc
+        raise InputError(f"{p.name}", extra, "a mapping with only the keys `base` and `sweep`",
+                         where="grid")
+    base, sweep = doc.get("base") or {}, doc.get("sweep") or {}
+    for sect, val in (("base", base), ("sweep", sweep)):
+        if not isinstance(val, dict):
+            raise InputError(f"{p.name}: {sect}", val, "a mapping knob: value(s)", where="grid")
+    sweep = dict(sweep)
+    for name, spec in (overrides or {}).items():
+        kn = knob(name)
+        for k in [k for k in list(sweep) + list(base) if knob(k).name == kn.name]:
+            sweep.pop(k, None)
+            base = {kk: vv for kk, vv in base.items() if kk != k}
+        sweep[kn.name] = spec
+    return make_grid(sweep, base)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def load_function(spec: str) -> Callable[[dict], dict]:
+    """`"package.module:function"` -> the function (must be a picklable top-level callable)."""
+    mod_name, _, attr = spec.partition(":")
+    if not mod_name or not attr:
+        raise InputError("fn", spec, "MODULE:FUNCTION, e.g. hopsim.gemm_sim:simulate_point",
+                         where="sweep")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and mod_name.startswith(exc.name):
+            raise InputError("fn", spec, f"an importable module ({exc.name} is not installed or "
+                             "not written yet)", where="sweep") from None
+        raise
+    fn = getattr(mod, attr, None)
+    if not callable(fn):
+        raise InputError("fn", spec, f"a function defined in {mod_name}", where="sweep")
+    return fn
+
+
+def _merge(point: dict, result: Any) -> dict:
+    """Row = the point, then the result; a result key equal to a knob is kept as `<key>_result`
+    (e.g. ctas_per_sm="auto" asked, ctas_per_sm_result=2 achieved)."""
+    row = dict(point)
+    if not isinstance(result, dict):
+        result = {"result": result}
+    for k, v in result.items():
+        row[f"{k}_result" if k in point else k] = v
+    return row
+
+
+def run_point(fn: Callable[[dict], dict], point: dict) -> dict:
+    """`fn(point)` merged into the point; an exception becomes `error` (+ `traceback`)."""
+    try:
+        return _merge(point, fn(dict(point)))
+    except Exception as exc:  # noqa: BLE001  (one bad point must not stop the sweep)
+        row = dict(point)
+        row["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        if not isinstance(exc, InputError):
+            row["traceback"] = traceback.format_exc(limit=-4)[-2000:]
+        return row
+
+
+def run_chunk(fn: Callable[[dict], dict], points: Sequence[dict]) -> list[dict]:
+    """Run `fn` on a chunk of points in one task (what each worker receives)."""
+    return [run_point(fn, p) for p in points]
+
+
+def chunk_size(n_points: int, workers: int) -> int:
+    """Points per task: about 8 tasks per worker (load balance) and at most 64 points per task
+    (steady progress), never below 1."""
+    return max(1, min(64, math.ceil(n_points / max(1, workers * 8))))
+
+
+def _chunks(points: Sequence[dict], size: int) -> list[tuple[int, list[dict]]]:
+    return [(i, list(points[i:i + size])) for i in range(0, len(points), size)]
+
+
+def _failed_rows(chunk: list[dict], exc: BaseException) -> list[dict]:
+    msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500] or type(exc).__name__
+    return [{**p, "error": f"worker failed: {msg}"} for p in chunk]
+
+
+def parse_executor(spec: str | None) -> tuple[str, str | None]:
+    """`process` | `serial` | `dask://HOST:PORT` -> (kind, scheduler address or None)."""
+    spec = (spec or "process").strip()
+    if spec in ("process", "serial"):
+        return spec, None
+    if spec.startswith("dask://"):
+        hostport = spec[len("dask://"):]
+        if re.match(r"^[\w.\-\[\]:]+:\d+$", hostport):
+            return "dask", "tcp://" + hostport
+    raise InputError("executor", spec, "process, serial or dask://HOST:PORT (e.g. "
+                     "dask://127.0.0.1:8786)", where="sweep")
+
+
+def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str = "process",
+              jobs: int | None = None, progress: bool | None = True, *,
+              dask_timeout_s: float = 10.0, desc: str = "sweep") -> list[dict]:
+    """Run `fn(point) -> dict` on every point; one row per point, in order.
+
+    executor: "process" (local ProcessPoolExecutor, `jobs` workers, default all CPUs), "serial"
+    (this process), or "dask://HOST:PORT" (an existing Dask scheduler; needs `distributed`).
+    Points are sent in chunks (`chunk_size`), so thousands of points need no change. A point whose
+    `fn` raises gets an `error` column; a worker that dies marks its chunk's rows the same way.
+    `progress`: True draws a bar on stderr when it is a terminal (or HOPSIM_PROGRESS=1),
+    "force" always, False/None never.
+    """
+    from hopsim.progress import Progress  # noqa: PLC0415
+
+    kind, address = parse_executor(executor)
+    if jobs is not None and jobs < 1:
+        raise InputError("jobs", jobs, "a positive number of workers", where="sweep")
+    points = list(points)
+    enabled = {True: None, "force": True}.get(progress, False)
+    bar = Progress(len(points), desc=desc, enabled=enabled)
+    rows: list[dict | None] = [None] * len(points)
+    try:
+        if kind == "serial" or not points:
+            for i, p in enumerate(points):
+                rows[i] = run_point(fn, p)
+                bar.update(1, errors=int("error" in rows[i]))
+        elif kind == "process":
+            _run_pool(points, fn, jobs or os.cpu_count() or 1, rows, bar)
+        else:
+            _run_dask(points, fn, address, jobs, rows, bar, dask_timeout_s)
+    finally:
+        bar.close()
+    return rows  # type: ignore[return-value]
+
+
+def _run_pool(points, fn, workers, rows, bar) -> None:
+    workers = min(workers, len(points))
+    size = chunk_size(len(points), workers)
+    with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        futs = {pool.submit(run_chunk, fn, chunk): (start, chunk)
+                for start, chunk in _chunks(points, size)}
+        for fut in cf.as_completed(futs):
+            start, chunk = futs[fut]
+            try:
+                got = fut.result()
+            except Exception as exc:  # noqa: BLE001  (a pickling error or a dead worker)
+                got = _failed_rows(chunk, exc)
+            rows[start:start + len(got)] = got
+            bar.update(len(got), errors=sum("error" in r for r in got))
+
+
+def _dask_client(address: str, timeout_s: float):
+    try:
+        import distributed  # noqa: PLC0415
+    except ImportError:
+        raise InputError("executor", "dask://" + address.removeprefix("tcp://"),
+                         "installed Dask: pip install -e '.[dask]' (or use --executor process)",
+                         where="sweep") from None
+    try:
+        return distributed.Client(address, timeout=timeout_s, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise InputError("executor", "dask://" + address.removeprefix("tcp://"),
+                         f"no Dask scheduler answered at {address} within {timeout_s:g} s: start one "
+                         "with `dask scheduler` (and `dask worker ADDRESS`) or use --executor "
+                         f"process ({type(exc).__name__})", where="sweep") from None
+
+
+def _run_dask(points, fn, address, jobs, rows, bar, timeout_s) -> None:
+    import distributed  # noqa: PLC0415
+
+    client = _dask_client(address, timeout_s)
+    try:
+        workers = jobs or max(1, sum(client.nthreads().values()))
+        size = chunk_size(len(points), workers)
+        futs = {client.submit(run_chunk, fn, chunk, pure=False): (start, chunk)
+                for start, chunk in _chunks(points, size)}
+        with client.as_current():
+            for fut in distributed.as_completed(list(futs)):
+                start, chunk = futs[fut]
+                try:
+                    got = fut.result()
+                except Exception as exc:  # noqa: BLE001
+                    got = _failed_rows(chunk, exc)
+                rows[start:start + len(got)] = got
+                bar.update(len(got), errors=sum("error" in r for r in got))
+    finally:
+        client.close()
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v)
+    return v
+
+
+def columns(rows: Iterable[dict]) -> list[str]:
+    """Union of the rows' keys in first-seen order (`traceback` last)."""
+    cols: dict = {}
+    for r in rows:
+        for k in r:
+            cols.setdefault(k, None)
+    out = [c for c in cols if c != "traceback"]
+    return out + (["traceback"] if "traceback" in cols else [])
+
+
+def write_rows(rows: Sequence[dict], path: str | os.PathLike) -> pathlib.Path:
+    """Rows to `.csv` (one column per key, union over rows) or `.json` (a list of objects)."""
+    p = pathlib.Path(path)
+    ext = p.suffix.lower()
+    if ext not in (".csv", ".json"):
+        raise InputError("out", str(path), "a file name ending in .csv or .json", where="sweep")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if ext == ".json":
+        p.write_text(json.dumps(list(rows), indent=1, default=str) + "\n")
+        return p
+    cols = columns(rows)
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: _cell(r.get(k)) for k in cols})
+    return p
+
+
+def _parse_cell(text: str) -> Any:
+    if text == "":
+        return None
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    if text in ("True", "False"):
+        return text == "True"
+    return text
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    """Rows back from `write_rows` output (CSV numbers become int/float, empty cells None)."""
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise InputError("rows", str(path), "an existing .csv or .json file", where="sweep")
+    if p.suffix.lower() == ".json":
+        return json.loads(p.read_text())
+    with p.open(newline="") as fh:
+        return [{k: _parse_cell(v) for k, v in r.items()} for r in csv.DictReader(fh)]
