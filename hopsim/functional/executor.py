@@ -1,0 +1,345 @@
+"""The functional executor of one CTA: `issue(warp) -> Effect` (contract: docs/dev/EXECUTOR_API.md).
+
+    CTAExecutor
+    ├── RegisterFile      bits[reg, thread]           (regs.py)
+    ├── shared memory     uint8[static + dynamic]      (SharedMemory of smem.py when present)
+    ├── mbarriers         {smem addr: MbarrierState}   (mbarrier.py)
+    ├── warps             pc, active lanes, block record
+    ├── warpgroups        rendezvous, wgmma groups, fence state
+    ├── bulk groups       per warp (TMA stores)
+    ├── named barriers    bar.sync id -> arrived threads, generation
+    └── Checker           races and protocol rules (checks.py)
+
+Instructions are compiled once per Kernel (`program.compile_kernel`) into closures; `issue()` only
+calls them. Data of async ops (TMA, wgmma) is applied by `Effect.complete()`, never at issue.
+Timing-only mode (`values=False`) skips the data of TMA copies, bulk stores and wgmma math but keeps
+control flow, addresses and every Effect field identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from hopsim.functional.effect import Effect, Kind, WgmmaInfo
+from hopsim.functional.errors import (
+    Deadlock, IllegalInstruction, MbarrierNotInitialised, ProtocolError,
+)
+from hopsim.functional.gmem import GlobalMemory
+from hopsim.functional.mbarrier import MbarrierState
+from hopsim.functional.regs import WARP, RegisterFile
+
+__all__ = ["Launch", "CTAExecutor", "Effect", "Kind", "WgmmaInfo"]
+
+
+def _dim3(v) -> tuple[int, int, int]:
+    if isinstance(v, int):
+        return (v, 1, 1)
+    v = tuple(int(x) for x in v)
+    return (v + (1, 1, 1))[:3]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A kernel launch: grid and block shape (x fastest), dynamic shared bytes, parameter values.
+
+    `params` maps each `.param` name to its value: an int (pointer = a `GlobalMemory` address, or a
+    tensor-map handle from `GlobalMemory.register_tensor_map`) or a float."""
+
+    grid: tuple = (1, 1, 1)
+    block: tuple = (128, 1, 1)
+    dynamic_smem: int = 0
+    params: Mapping[str, int | float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "grid", _dim3(self.grid))
+        object.__setattr__(self, "block", _dim3(self.block))
+
+    @property
+    def num_threads(self) -> int:
+        b = self.block
+        return b[0] * b[1] * b[2]
+
+    @property
+    def num_warps(self) -> int:
+        return -(-self.num_threads // WARP)
+
+    @property
+    def num_ctas(self) -> int:
+        g = self.grid
+        return g[0] * g[1] * g[2]
+
+    def cta_coords(self, linear: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+
+
+class WarpState:
+    """Per-warp control state."""
+
+    __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "block", "wg", "sreg", "last_phase")
+
+    def __init__(self, w: int, num_threads: int, sregs: dict):
+        self.w = w
+        self.pc = 0
+        self.done = False
+        self.lanes = slice(w * WARP, (w + 1) * WARP)
+        tid = np.arange(w * WARP, (w + 1) * WARP)
+        self.active = tid < num_threads
+        self.nactive = int(self.active.sum())
+        self.block: tuple | None = None   # (key, kind, advance_on_resume)
+        self.wg = w // 4
+        self.sreg = sregs
+        self.last_phase: dict[int, int] = {}  # mbarrier addr -> last phase this warp saw complete
+
+
+class WarpgroupState:
+    """Rendezvous and wgmma bookkeeping of one warpgroup."""
+
+    __slots__ = ("g", "seq", "arrived", "arrived_index", "fenced", "dirty", "uncommitted", "groups",
+                 "committed", "completed", "retired", "inflight_rows", "op_count")
+
+    def __init__(self, g: int):
+        self.g = g
+        self.seq = 0                   # number of finished rendezvous
+        self.arrived: set[int] = set()
+        self.arrived_index = -1
+        self.fenced = False            # a wgmma.fence has executed (first-wgmma rule)
+        self.dirty: set[int] = set()   # accumulator/A rows written by ordinary instructions since the last fence
+        self.uncommitted: list = []    # wgmma ops issued since the last commit
+        self.groups: list[list] = []   # committed groups: list of ops
+        self.committed = 0
+        self.completed = 0             # groups completed (in order)
+        self.retired = 0               # groups covered by a wait_group that returned
+        self.inflight_rows: set[int] = set()
+        self.op_count = 0
+
+
+class CTAExecutor:
+    """All functional state of one CTA and the `issue()` entry point (see module docstring)."""
+
+    def __init__(self, kernel, launch: Launch, gmem: GlobalMemory, cta: int | tuple = 0, *,
+                 values: bool = True, checks: bool = True, check_phases: bool = True, smem=None):
+        from hopsim.functional.program import compile_kernel  # local: program imports executor names
+        from hopsim.functional.checks import Checker
+
+        self.kernel = kernel
+        self.launch = launch
+        self.gmem = gmem
+        self.values = values
+        self.prog = compile_kernel(kernel)
+        if isinstance(cta, int):
+            self.cta_linear = cta
+            self.cta = launch.cta_coords(cta)
+        else:
+            self.cta = _dim3(cta)
+            gx, gy, _ = launch.grid
+            self.cta_linear = self.cta[0] + gx * (self.cta[1] + gy * self.cta[2])
+        nthreads = launch.num_threads
+        self.num_threads = nthreads
+        self.num_warps = launch.num_warps
+        self.rf = RegisterFile(self.prog.layout, self.num_warps * WARP)
+        self.bits = self.rf.bits
+        self.smem_size = self.prog.static_smem + int(launch.dynamic_smem)
+        self.smem_obj, self.smem = _make_smem(self.smem_size, smem)
+        self.params = dict(launch.params)
+        self.mbar: dict[int, MbarrierState] = {}
+        self.bars: dict[int, list] = {}     # id -> [arrived_threads, generation, warps]
+        self.bulk: dict[int, dict] = {}     # warp -> {"uncommitted": [], "groups": [], "committed", "completed"}
+        self.warps = [WarpState(w, nthreads, self._sregs(w)) for w in range(self.num_warps)]
+        self.wgs = [WarpgroupState(g) for g in range(-(-self.num_warps // 4))]
+        self.checker = Checker(self, enabled=checks, check_phases=check_phases)
+        self.issued = 0
+
+    # ------------------------------------------------------------------------- special registers
+    def _sregs(self, w: int) -> dict:
+        bx, by, bz = self.launch.block
+        tid = np.arange(w * WARP, (w + 1) * WARP, dtype=np.uint32)
+        gx, gy, gz = self.launch.grid
+        u = lambda v: np.full(WARP, v, dtype=np.uint32)  # noqa: E731
+        return {
+            "%tid.x": tid % bx, "%tid.y": (tid // bx) % by, "%tid.z": tid // (bx * by),
+            "%ntid.x": u(bx), "%ntid.y": u(by), "%ntid.z": u(bz),
+            "%ctaid.x": u(self.cta[0]), "%ctaid.y": u(self.cta[1]), "%ctaid.z": u(self.cta[2]),
+            "%nctaid.x": u(gx), "%nctaid.y": u(gy), "%nctaid.z": u(gz),
+            "%laneid": np.arange(WARP, dtype=np.uint32), "%warpid": u(w), "%nwarpid": u(self.num_warps),
+            "%smid": u(0), "%clock": u(0), "%clock64": np.zeros(WARP, np.uint64),
+        }
+
+    # ------------------------------------------------------------------------- queries
+    def warp_done(self, w: int) -> bool:
+        return self.warps[w].done
+
+    @property
+    def all_done(self) -> bool:
+        return all(ws.done for ws in self.warps)
+
+    def pc(self, w: int) -> int:
+        return self.warps[w].pc
+
+    def blocked(self, w: int):
+        b = self.warps[w].block
+        return None if b is None else b[0]
+
+    def is_ready(self, key: tuple) -> bool:
+        """Has the event `key` fired (see EXECUTOR_API.md, Event keys)?"""
+        kind = key[0]
+        if kind == "mbar":
+            b = self.mbar.get(key[1])
+            return b is None or b.phase > key[2]  # an invalidated barrier wakes its waiters (they then fail)
+        if kind == "bar":
+            st = self.bars.get(key[1])
+            return st is not None and st[1] > key[2]
+        if kind == "rdv":
+            return self.wgs[key[1]].seq > key[2]
+        if kind == "wgmma":
+            return self.wgs[key[1]].completed > key[2]
+        if kind == "bulk":
+            st = self.bulk.get(key[1])
+            return st is not None and st["completed"] > key[2]
+        raise ValueError(f"unknown event key {key!r}")
+
+    # ------------------------------------------------------------------------- issue
+    def issue(self, w: int, batch: int = 1) -> Effect:
+        """Execute warp w's next instruction(s); see EXECUTOR_API.md."""
+        ws = self.warps[w]
+        if ws.done:
+            raise IllegalInstruction("issue() on a warp that has exited", warp=w, cta=self.cta_linear)
+        resumed = False
+        if ws.block is not None:
+            key, kind, advance = ws.block
+            if not self.is_ready(key):
+                op = self.prog.ops[ws.pc]
+                return Effect(kind=kind, warp=w, index=op.index, instr=op.instr, count=0, blocked_on=key)
+            ws.block = None
+            resumed = True
+            if advance:
+                ws.pc = self.prog.ops[ws.pc].next_pc
+        ops = self.prog.ops
+        op = ops[ws.pc]
+        try:
+            if op.kind == Kind.ALU:
+                n = 0
+                first = op
+                while True:
+                    mask = self._mask(op, ws)
+                    if self.checker.active:
+                        self.checker.before(op, ws)
+                    target = op.fn(self, ws, mask)
+                    n += 1
+                    ws.pc = op.next_pc if target is None else target
+                    op = ops[ws.pc]
+                    if n >= batch or op.kind != Kind.ALU:
+                        break
+                self.issued += n
+                return Effect(kind=Kind.ALU, warp=w, index=first.index, instr=first.instr, count=n,
+                              lanes=ws.nactive, resumed=resumed)
+            mask = self._mask(op, ws)
+            if self.checker.active:
+                self.checker.before(op, ws)
+            eff = op.fn(self, ws, mask)
+            eff.resumed = resumed
+            if eff.blocked_on is None and not ws.done and ws.block is None:
+                if eff.kind not in Kind.COLLECTIVE:
+                    ws.pc = op.next_pc
+            self.issued += 1
+            return eff
+        except ProtocolError as e:
+            raise e.located(warp=w, cta=self.cta_linear, index=op.index, text=_text(op.instr))
+
+    def _mask(self, op, ws: WarpState) -> np.ndarray:
+        g = op.guard_row
+        if g is None:
+            return ws.active
+        p = self.bits[g, ws.lanes] != 0
+        if op.guard_neg:
+            p = ~p
+        return p & ws.active
+
+    # ------------------------------------------------------------------------- blocking helpers
+    def block(self, ws: WarpState, key: tuple, kind: str, advance: bool) -> None:
+        ws.block = (key, kind, advance)
+
+    # ------------------------------------------------------------------------- mbarriers
+    def mbarrier(self, addr: int) -> MbarrierState:
+        b = self.mbar.get(addr)
+        if b is None:
+            raise MbarrierNotInitialised(f"no initialised mbarrier at shared address 0x{addr:x}", barrier=addr)
+        return b
+
+    # ------------------------------------------------------------------------- deadlock report
+    def waiters(self) -> list[tuple]:
+        """(warp, index, text, key, description) of every blocked live warp."""
+        out = []
+        for ws in self.warps:
+            if ws.done or ws.block is None:
+                continue
+            op = self.prog.ops[ws.pc]
+            key = ws.block[0]
+            out.append((ws.w, op.index, _text(op.instr), key, self.describe(key)))
+        return out
+
+    def describe(self, key: tuple) -> str:
+        k = key[0]
+        if k == "mbar":
+            b = self.mbar.get(key[1])
+            state = (f" (phase {b.phase}: {b.pending}/{b.expected} arrivals pending, tx-count {b.tx_count})"
+                     if b else " (invalidated)")
+            return f"mbarrier 0x{key[1]:x} phase {key[2]} (parity {key[2] & 1}){state}"
+        if k == "bar":
+            st = self.bars.get(key[1])
+            return f"bar.sync {key[1]} generation {key[2]}" + (f" ({st[0]} threads arrived)" if st else "")
+        if k == "rdv":
+            g = self.wgs[key[1]]
+            return (f"warpgroup {key[1]} rendezvous #{key[2]} (warps arrived: {sorted(g.arrived)}; "
+                    f"missing: {sorted(set(range(4 * key[1], 4 * key[1] + 4)) - g.arrived)})")
+        if k == "wgmma":
+            return f"wgmma group {key[2]} of warpgroup {key[1]}"
+        if k == "bulk":
+            return f"bulk-async group {key[2]} of warp {key[1]}"
+        return repr(key)
+
+    def deadlock_error(self, detail: str = "every live warp is blocked and nothing can wake one") -> Deadlock:
+        ws = self.waiters()
+        lines = "; ".join(f"warp {w} at #{i} `{t}` waits on {d}" for w, i, t, _k, d in ws)
+        first = ws[0] if ws else None
+        barrier = phase = None
+        if first and first[3][0] == "mbar":
+            barrier, phase = first[3][1], first[3][2]
+        return Deadlock(f"{detail}: {lines}", waiters=ws, warp=first[0] if first else None,
+                        cta=self.cta_linear, index=first[1] if first else None,
+                        text=first[2] if first else None, barrier=barrier, phase=phase)
+
+
+def _text(instr) -> str:
+    if instr is None:
+        return ""
+    t = getattr(instr, "text", None)
+    try:
+        return t() if callable(t) else str(instr)
+    except Exception:  # pragma: no cover - text of a malformed instruction
+        return type(instr).__name__
+
+
+def _make_smem(size: int, smem):
+    """(SharedMemory object or None, its uint8 array)."""
+    if smem is not None:
+        return smem, _smem_array(smem)
+    try:
+        from hopsim.functional.smem import SharedMemory  # the layouts helper's module
+        obj = SharedMemory(size)
+        return obj, _smem_array(obj)
+    except Exception:
+        return None, np.zeros(size, dtype=np.uint8)
+
+
+def _smem_array(obj) -> np.ndarray:
+    if isinstance(obj, np.ndarray):
+        return obj
+    for name in ("data", "bytes", "buf", "mem", "array"):
+        a = getattr(obj, name, None)
+        if isinstance(a, np.ndarray):
+            return a
+    raise TypeError(f"cannot find the byte array of {type(obj).__name__}")
