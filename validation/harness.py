@@ -457,5 +457,6 @@ def _summary(times, p, n_sets, per_batch, clk0, clk1) -> dict:
     return {"time_ms": med, "tflops": p.flops / (med * 1e-3) / 1e12,
             "time_ms_min": min(times), "time_ms_max": max(times), "batches": len(times),
             "launches_per_batch": per_batch, "input_sets": n_sets,
+            "time_ms_spread_pct": 100.0 * (max(times) - min(times)) / med,
             "sm_clock_mhz_before": clk0.get("sm_clock_mhz"), "sm_clock_mhz_after": clk1.get("sm_clock_mhz"),
             "power_w_after": clk1.get("power_w")}
