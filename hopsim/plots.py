@@ -1,0 +1,382 @@
+"""Pictures (matplotlib, Agg backend): pipeline timelines, sweep curves, simulated vs measured.
+
+`plot_timeline` reads the generic Chrome / Perfetto trace-event format (a list of event dicts, or
+the `{"traceEvents": [...]}` object that `hopsim.trace.Trace.to_json()` writes):
+
+    {"ph": "M", "name": "thread_name", "pid": 0, "tid": 12, "args": {"name": "tensor cores"}}
+    {"ph": "X", "name": "wgmma k3", "pid": 0, "tid": 12, "ts": 1.71, "dur": 0.36,
+     "cat": "...", "args": {"start_cycle": 3000, "cycles": 640}}
+    "B"/"E" pairs and async "b"/"e" pairs (same id) are turned into boxes too.
+
+One lane per (pid, tid) track, named by its thread_name; overlapping boxes in a lane (several TMA
+boxes in flight) are stacked in sub-rows. Boxes are coloured by what they are, guessed from the
+event and lane names: TMA issue, TMA in flight, tensor cores, mbarrier wait, epilogue, smem port,
+L2/HBM, other. Time is in SM cycles (`args.start_cycle`/`args.cycles` when present, else
+`ts * clock_mhz`, the trace being in microseconds at the model clock).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+# What a box is -> colour; order = legend order.
+KINDS = {
+    "TMA issue": "#1f77b4",
+    "TMA in flight": "#9ecae1",
+    "tensor cores": "#2ca02c",
+    "mbarrier wait": "#d62728",
+    "epilogue": "#9467bd",
+    "smem port": "#ff7f0e",
+    "L2/HBM": "#8c564b",
+    "warp issue": "#7f7f7f",
+    "other": "#c7c7c7",
+}
+
+_RULES = (  # (kind, any of these words)
+    ("mbarrier wait", ("wait", "mbarrier", "stall", "blocked", "sleep")),
+    ("epilogue", ("epilogue", "stmatrix", "st.global", "store c", "writeback")),
+    ("TMA in flight", ("fill", "flight", "land", "tma load", "tma box", "bytes")),
+    ("TMA issue", ("tma", "cp.async.bulk", "utmaldg")),
+    ("tensor cores", ("wgmma", "tensor", "mma", "gmma")),
+    ("smem port", ("smem", "shared")),
+    ("L2/HBM", ("l2", "hbm", "dram")),
+    ("warp issue", ("issue", "smsp", "warp")),
+)
+
+
+def classify(name: str, lane: str = "", cat: str = "") -> str:
+    """The kind of a box from its event name and category, else from its lane's name."""
+    for text in (f"{name} {cat}".lower(), lane.lower()):
+        for kind, words in _RULES:
+            if any(w in text for w in words):
+                if kind == "TMA in flight" and "tma" not in text and "fill" not in text:
+                    continue  # "bytes"/"flight" alone do not make a TMA box
+                return kind
+    return "other"
+
+
+def _events(trace: Any) -> tuple[list[dict], float | None]:
+    if isinstance(trace, dict):
+        clock = (trace.get("otherData") or {}).get("clock_mhz")
+        return list(trace.get("traceEvents") or []), clock
+    return list(trace), None
+
+
+def _cycles(ev: dict, clock_mhz: float | None) -> tuple[float, float]:
+    """(start, duration) in cycles."""
+    a = ev.get("args") or {}
+    if "start_cycle" in a and "cycles" in a:
+        return float(a["start_cycle"]), float(a["cycles"])
+    scale = clock_mhz or 1.0
+    return float(ev.get("ts", 0.0)) * scale, float(ev.get("dur", 0.0)) * scale
+
+
+def timeline_boxes(trace: Any, clock_mhz: float | None = None) -> tuple[list[tuple], dict]:
+    """Boxes `(pid, tid, start_cycle, dur_cycles, name, cat)` and lane names `{(pid, tid): name}`
+    from trace events ("X", "B"/"E", async "b"/"e"); process names under `(pid, None)`."""
+    events, clock = _events(trace)
+    clock = clock_mhz or clock
+    names: dict = {}
+    boxes: list[tuple] = []
+    open_b: dict = defaultdict(list)
+    open_async: dict = {}
+    for ev in events:
+        ph, pid, tid = ev.get("ph"), ev.get("pid", 0), ev.get("tid", 0)
+        if ph == "M":
+            label = (ev.get("args") or {}).get("name")
+            if ev.get("name") == "thread_name":
+                names[(pid, tid)] = label
+            elif ev.get("name") == "process_name":
+                names[(pid, None)] = label
+        elif ph == "X":
+            s, d = _cycles(ev, clock)
+            boxes.append((pid, tid, s, d, ev.get("name", ""), ev.get("cat", "")))
+        elif ph == "B":
+            open_b[(pid, tid)].append(ev)
+        elif ph == "E" and open_b[(pid, tid)]:
+            b = open_b[(pid, tid)].pop()
+            s, _ = _cycles(b, clock)
+            e, _ = _cycles(ev, clock)
+            boxes.append((pid, tid, s, e - s, b.get("name", ""), b.get("cat", "")))
+        elif ph == "b":
+            open_async[(ev.get("cat"), ev.get("id"), ev.get("name"))] = ev
+        elif ph == "e":
+            b = open_async.pop((ev.get("cat"), ev.get("id"), ev.get("name")), None)
+            if b is not None:
+                s, _ = _cycles(b, clock)
+                e, _ = _cycles(ev, clock)
+                lane = b.get("tid", f"{b.get('cat') or b.get('name')} (async)")
+                boxes.append((pid, lane, s, e - s, b.get("name", ""), b.get("cat", "")))
+    return boxes, names
+
+
+def _stack(spans: list[tuple[float, float]], cap: int) -> tuple[list[int], bool]:
+    """Sub-row of each (start, end) so that overlapping spans do not hide each other (greedy
+    interval partitioning; beyond `cap` rows they wrap around: then the flag is True)."""
+    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    ends: list[float] = []
+    row = [0] * len(spans)
+    for i in order:
+        s, e = spans[i]
+        for r, end in enumerate(ends):
+            if end <= s:
+                ends[r] = e
+                row[i] = r
+                break
+        else:
+            ends.append(e)
+            row[i] = len(ends) - 1
+    return [r % cap for r in row], len(ends) > cap
+
+
+def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "timeline",
+                  max_cycles: float | None = None, *, pids: Sequence[int] | str | None = None,
+                  clock_mhz: float | None = None, max_subrows: int = 8,
+                  label_boxes: bool = True) -> pathlib.Path:
+    """A lane per unit / warp track; boxes coloured by kind; x = SM cycles.
+
+    `max_cycles` clips to the first N cycles (a few k-tiles stay readable). `pids`: which processes
+    (SMs) to draw: default the first one that has boxes, "all" for every one.
+    """
+    boxes, names = timeline_boxes(trace_events, clock_mhz)
+    if pids is None:
+        first = min((b[0] for b in boxes), default=None)
+        keep = {first}
+    elif pids == "all":
+        keep = {b[0] for b in boxes}
+    else:
+        keep = set(pids)
+    boxes = [b for b in boxes if b[0] in keep and b[3] > 0]  # zero-length slices draw nothing
+    t0 = min((b[2] for b in boxes), default=0.0)
+    t_end = max((b[2] + b[3] for b in boxes), default=1.0)
+    hi = min(t_end, t0 + max_cycles) if max_cycles else t_end
+    boxes = [b for b in boxes if b[2] < hi]
+    lanes = sorted({(b[0], b[1]) for b in boxes}, key=lambda k: (k[0], str(type(k[1])), k[1]))
+    multi = len({p for p, _ in lanes}) > 1
+
+    def lane_name(key):
+        n = names.get(key) or f"tid {key[1]}"
+        return f"{names.get((key[0], None)) or f'pid {key[0]}'}: {n}" if multi else n
+
+    # sub-rows per lane
+    by_lane: dict = defaultdict(list)
+    for b in boxes:
+        by_lane[(b[0], b[1])].append(b)
+    layout, y, yticks = {}, 0.0, []
+    for key in lanes:
+        bs = by_lane[key]
+        rows, wrapped = _stack([(b[2], b[2] + b[3]) for b in bs], max_subrows)
+        n = max(rows) + 1
+        layout[key] = (y, n, rows, wrapped)
+        yticks.append((y + n / 2, lane_name(key)))
+        y += n + 0.6
+    height = max(2.5, 0.8 + 0.28 * y)
+    fig, ax = plt.subplots(figsize=(14, height))
+    span = max(hi - t0, 1.0)
+    used = set()
+    for key in lanes:
+        y0, n, rows, wrapped = layout[key]
+        lane = names.get(key) or ""
+        for b, r in zip(by_lane[key], rows):
+            kind = classify(b[4], lane, b[5])
+            used.add(kind)
+            start, dur = b[2], min(b[3], hi - b[2])
+            ax.broken_barh([(start, max(dur, span * 1e-4))], (y0 + r + 0.08, 0.84),
+                           facecolors=KINDS[kind], edgecolor="black", linewidth=0.3,
+                           alpha=0.6 if wrapped else 1.0)
+            if label_boxes and not wrapped and dur > 0.035 * span and b[4]:
+                text = str(b[4])[: max(3, int(dur / span * 140))]
+                ax.text(start + dur / 2, y0 + r + 0.5, text, ha="center", va="center",
+                        fontsize=6.5, clip_on=True)
+    ax.set_yticks([t for t, _ in yticks], [n for _, n in yticks], fontsize=8)
+    ax.set_ylim(y + 0.2, -0.8)  # first lane on top
+    ax.set_xlim(t0, hi)
+    ax.set_xlabel("SM cycles")
+    clip = f" (first {hi - t0:,.0f} of {t_end - t0:,.0f} cycles)" if hi < t_end else ""
+    ax.set_title(title + clip, pad=22)
+    ax.grid(axis="x", alpha=0.3)
+    handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.3, label=k)
+               for k, c in KINDS.items() if k in used]
+    if handles:
+        ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                  ncol=len(handles), fontsize=8, frameon=False)
+    if not boxes:
+        ax.text(0.5, 0.5, "no trace events", transform=ax.transAxes, ha="center")
+    return _save(fig, path)
+
+
+def _save(fig, path) -> pathlib.Path:
+    p = pathlib.Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(p, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return p
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def _key_value(row: dict, knob: str) -> Any:
+    """A knob's value in a row; "tile" is composed from bm, bn, bk when absent."""
+    knob = knob.replace("-", "_")
+    if knob in ("tma_box_rows",):
+        knob = "box_rows"
+    if knob == "tile" and "tile" not in row and "bm" in row:
+        return f"{row['bm']}x{row['bn']}x{row['bk']}"
+    return row.get(knob)
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def default_params(rows: Iterable[dict]) -> list[str]:
+    """The parameter columns of sweep rows: the knobs of hopsim.sweep that the rows have."""
+    from hopsim.sweep import default_point  # noqa: PLC0415
+
+    keys = set(default_point())
+    seen: dict = {}
+    for r in rows:
+        for k in r:
+            if k in keys:
+                seen.setdefault(k, None)
+    return list(seen)
+
+
+def series_of(rows: Sequence[dict], knob: str, params: Sequence[str] | None = None) -> dict:
+    """Rows grouped into curves: key = the other parameters that vary (as a tuple of (name,
+    value)), value = rows sorted by the knob."""
+    params = list(params) if params is not None else default_params(rows)
+    kn = knob.replace("-", "_")
+    skip = {kn, "box_rows" if kn == "tma_box_rows" else kn}
+    if kn == "tile":
+        skip |= {"bm", "bn", "bk"}
+    vary = [p for p in params if p not in skip and len({str(r.get(p)) for r in rows}) > 1]
+    groups: dict = defaultdict(list)
+    for r in rows:
+        groups[tuple((p, r.get(p)) for p in vary)].append(r)
+    return dict(groups)
+
+
+def _x_positions(values: list) -> tuple[dict, bool]:
+    nums = [_num(v) for v in values]
+    if all(n is not None for n in nums):
+        return {v: _num(v) for v in values}, True
+    order = sorted(set(map(str, values)), key=lambda s: (_num(s) is None, _num(s) or 0, s))
+    return {s: i for i, s in enumerate(order)}, False
+
+
+def plot_sweep(rows: Sequence[dict], knob: str, path: str | os.PathLike, y: str = "time_ms",
+               compare: Sequence[dict] | None = None, *, title: str | None = None,
+               params: Sequence[str] | None = None, compare_label: str = "H100") -> pathlib.Path:
+    """`y` against the swept `knob`, one curve per combination of the other varying parameters;
+    `compare` rows (e.g. H100 measurements, same parameter columns) dashed on the same axes and
+    in the same colour as the simulated curve they match."""
+    rows = [r for r in rows if _num(r.get(y)) is not None and not r.get("error")]
+    compare = [r for r in (compare or []) if _num(r.get(y)) is not None]
+    allx = [_key_value(r, knob) for r in list(rows) + list(compare)]
+    pos, numeric = _x_positions([v if v is not None else "-" for v in allx])
+
+    def xs(rs):
+        return [pos[_key_value(r, knob)] if numeric else pos[str(_key_value(r, knob))] for r in rs]
+
+    groups = series_of(rows, knob, params)
+    hw_groups = series_of(compare, knob, params or default_params(rows)) if compare else {}
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    keys = list(groups) + [k for k in hw_groups if k not in groups]
+    for i, key in enumerate(keys):
+        c = colors[i % len(colors)]
+        label = ", ".join(f"{k}={v}" for k, v in key) or "simulated"
+        for rs, style, suffix in ((groups.get(key, []), "-o", "sim"),
+                                  (hw_groups.get(key, []), "--x", compare_label)):
+            if not rs:
+                continue
+            pts = sorted(zip(xs(rs), [float(r[y]) for r in rs]))
+            lab = f"{label} ({suffix})" if compare else label
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=c, label=lab,
+                    markersize=6 if suffix == "sim" else 8)
+    if not numeric:
+        ax.set_xticks(list(pos.values()), list(pos.keys()))
+    elif pos and all(float(v).is_integer() for v in pos.values()) and len(pos) <= 16:
+        ax.set_xticks(sorted(set(pos.values())))
+    ax.set_xlabel(knob)
+    ax.set_ylabel(y)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"{y} against {knob}" + (f" (sim solid, {compare_label} dashed)"
+                                                     if compare else ""))
+    if keys:
+        ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)
+
+
+# --------------------------------------------------------------------------- sim vs hardware
+
+
+def plot_compare(sim: Sequence[float], hw: Sequence[float], path: str | os.PathLike, *,
+                 labels: Sequence[str] | None = None, title: str = "simulated vs measured",
+                 unit: str = "ms", groups: Sequence[str] | None = None,
+                 band: float = 0.10) -> pathlib.Path:
+    """Scatter of simulated against measured with the y = x line and a +-`band` wedge;
+    log axes when the values span more than a decade. `groups` colours the points."""
+    import numpy as np  # noqa: PLC0415
+
+    s = np.asarray(sim, dtype=float)
+    h = np.asarray(hw, dtype=float)
+    ok = np.isfinite(s) & np.isfinite(h) & (h > 0) & (s > 0)
+    fig, ax = plt.subplots(figsize=(6.2, 6))
+    if ok.any():
+        lo, hi = min(s[ok].min(), h[ok].min()), max(s[ok].max(), h[ok].max())
+        log = hi / lo > 10
+        pad = (hi / lo) ** 0.05 if log else 0.05 * (hi - lo or hi)
+        lo, hi = (lo / pad, hi * pad) if log else (max(0.0, lo - pad), hi + pad)
+        line = np.geomspace(lo, hi, 50) if log else np.linspace(lo, hi, 50)
+        ax.plot(line, line, "k-", lw=1, label="y = x")
+        ax.fill_between(line, line * (1 - band), line * (1 + band), color="0.85",
+                        label=f"within {band:.0%}")
+        gs = list(groups) if groups is not None else ["configurations"] * len(s)
+        for g in dict.fromkeys(gs):
+            m = ok & np.array([x == g for x in gs])
+            ax.scatter(h[m], s[m], s=22, label=g, zorder=3)
+        if labels is not None:
+            err = np.abs(s / h - 1)
+            for i in np.argsort(-np.where(ok, err, -1))[:3]:  # name the three worst
+                if ok[i] and err[i] > band:
+                    ax.annotate(str(labels[i]), (h[i], s[i]), fontsize=6, xytext=(4, -8),
+                                textcoords="offset points")
+        if log:
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415
+
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            for axis in (ax.xaxis, ax.yaxis):
+                axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                axis.set_minor_formatter(NullFormatter())
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        mape = float(np.mean(np.abs(s[ok] / h[ok] - 1)) * 100)
+        title = f"{title}\nMAPE {mape:.1f}% over {int(ok.sum())} points"
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel(f"measured ({unit})")
+    ax.set_ylabel(f"simulated ({unit})")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left")
+    return _save(fig, path)
