@@ -1,0 +1,196 @@
+"""Public entry of the timed machine: `simulate(kernel, launch, ...) -> SimResult`.
+
+    simulate(kernel, launch, gpu=load_gpu(), values=True, trace=False)
+
+1. occupancy: CTAs per SM from the CTA's threads, shared memory (static + dynamic + 1 KB
+   reserved) and registers (occupancy.py);
+2. one SimPy environment for the whole GPU: a `MemorySystem` (L2 + HBM) shared by all SMs, an
+   `SM` (schedulers, smem port, tensor cores, TMA unit) per SM that runs CTAs, and the
+   `CtaScheduler` that places CTAs on SM slots in waves (gpu.py);
+3. each CTA: a functional `CTAExecutor` (values or timing-only) driven by `CtaRun` (sm.py);
+4. the result: cycles, per-role issue/wait cycles, unit busy fractions, bytes, FLOPs (result.py),
+   and a Chrome trace when `trace=True` (trace.py).
+
+`values=False` runs the executor in timing-only mode (no data copies, no MMA math); its cycles
+equal the full mode's (tests/timing/test_runner.py checks this on the test kernels).
+"""
+
+from __future__ import annotations
+
+from hopsim.config import load_gpu
+from hopsim.result import SimResult
+from hopsim.timing.gpu import CtaScheduler, waves
+from hopsim.timing.memory import MemorySystem
+from hopsim.timing.occupancy import occupancy
+from hopsim.timing.pipes import Jitter
+from hopsim.timing.sm import SM, CtaRun, _Consts, ideal_wavefronts
+from hopsim.trace import Trace
+
+import simpy
+
+REG_WORDS = {"pred": 0, "b64": 2, "u64": 2, "s64": 2, "f64": 2}
+
+
+def regs_per_thread_of(kernel) -> int:
+    """32-bit registers one thread needs, from the kernel's `.reg` declarations (64-bit = 2,
+    predicates live in predicate registers), at least 16 (ptxas' usual floor; an estimate:
+    ptxas allocates after its own register allocation)."""
+    n = 0
+    for d in getattr(kernel, "regs", ()):
+        words = REG_WORDS.get(getattr(d, "type", "b32"), 1)
+        n += words * (getattr(d, "count", None) or 1)
+    return max(16, min(255, n))
+
+
+def _bank_model():
+    """The functional bank model (wavefronts of one warp access) when it exists."""
+    try:
+        from hopsim.functional import banks  # noqa: F401  (the banks helper's module)
+    except ImportError:
+        return ideal_wavefronts
+    from hopsim.timing.smem_cost import wavefronts_of
+    return wavefronts_of
+
+
+def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = False, gmem=None,
+             checks: bool = True, flop_count: float | None = None, regs_per_thread: int | None = None,
+             jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
+             bank_model=None) -> SimResult:
+    """Time `kernel` launched as `launch` on `gpu` (default H100 SXM). See module docstring.
+
+    gmem: the `GlobalMemory` holding the kernel's buffers and tensor maps (shared by all CTAs).
+    flop_count: FLOPs the caller counts for TFLOP/s (default: the tensor FLOPs executed).
+    jitter_seed/jitter_cycles: seeded random extra latency (0..jitter_cycles) on L2/HBM, TMA,
+    wgmma and smem, for race flushing; off by default (deterministic).
+    executor_factory(cta_linear) -> executor: replaces `CTAExecutor` (tests use scripted ones).
+    bank_model(effect, consts) -> (wavefronts, ideal): replaces the functional bank model.
+    """
+    gpu = gpu or load_gpu()
+    if executor_factory is None:
+        from hopsim.functional.executor import CTAExecutor
+        from hopsim.functional.gmem import GlobalMemory
+
+        gmem = gmem if gmem is not None else GlobalMemory()
+
+        def executor_factory(cta):
+            return CTAExecutor(kernel, launch, gmem, cta, values=values, checks=checks)
+
+    smem = int(getattr(kernel, "static_smem_bytes", 0) or 0) + int(getattr(launch, "dynamic_smem", 0) or 0)
+    occ = occupancy(gpu, threads_per_cta=launch.num_threads, smem_bytes_per_cta=smem,
+                    regs_per_thread=regs_per_thread or regs_per_thread_of(kernel))
+    num_sms = int(gpu.spec.num_sms.value)
+    num_ctas = launch.num_ctas
+
+    env = simpy.Environment()
+    jitter = Jitter(jitter_seed, jitter_cycles)
+    memory = MemorySystem(gpu, trace=trace, jitter=jitter)
+    consts = _Consts(gpu)
+    wavefronts = bank_model or _bank_model()
+    sms: dict[int, SM] = {}
+    agg = _Aggregate(trace)
+    live: set[CtaRun] = set()
+    tr = Trace(float(gpu.spec.clock_mhz.value)) if trace else None
+
+    def run_cta(sm_id, slot, cta):
+        sm = sms.get(sm_id)
+        if sm is None:
+            sm = sms[sm_id] = SM(gpu, sm_id, memory, trace=trace, jitter=jitter)
+        ex = executor_factory(cta)
+        run = CtaRun(env, sm, ex, consts, trace=trace, wavefronts=wavefronts)
+        live.add(run)
+        if tr is not None:
+            tr.counter(sm_id, "resident CTAs", env.now, cta=cta)
+        yield from run.run()
+        live.discard(run)
+        sm.ctas_run += 1
+        agg.add(run, sm_id, slot, tr)
+
+    sched = CtaScheduler(env, num_sms=num_sms, ctas_per_sm=occ.ctas_per_sm, num_ctas=num_ctas,
+                         launch_cycles=float(gpu.timing.cta_launch_cycles.value), run_cta=run_cta)
+    try:
+        env.run(until=sched.done)
+    except RuntimeError as e:
+        if "No scheduled events left" not in str(e) or not live:
+            raise
+        run = min(live, key=lambda r: r.ex.cta_linear)
+        raise run.ex.deadlock_error() from None
+    cycles = int(env.now)
+
+    busy = _busy(sms, memory, cycles)
+    flops = sum(sm.tensor.flops for sm in sms.values())
+    if tr is not None:
+        _trace_units(tr, sms, memory, num_sms)
+    return SimResult(
+        kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=float(gpu.spec.clock_mhz.value),
+        ctas=num_ctas, ctas_per_sm=occ.ctas_per_sm, limiting=occ.limiting,
+        waves=waves(num_ctas, num_sms, occ.ctas_per_sm), sms_used=len(sms), roles=agg.roles(),
+        busy=busy, bytes_l2=memory.bytes_from_l2, bytes_hbm=memory.bytes_from_hbm,
+        bytes_stored=memory.bytes_to_l2,
+        smem_wavefronts=sum(sm.smem.wavefronts for sm in sms.values()),
+        smem_ideal_wavefronts=sum(sm.smem.ideal_wavefronts for sm in sms.values()),
+        flops=int(flop_count if flop_count is not None else flops),
+        mode="values" if values else "timing-only",
+        extra={"occupancy_limits": occ.limits, "tensor_flops": flops,
+               "l2_hits": memory.residency.hits, "l2_misses": memory.residency.misses,
+               "tma_boxes": sum(sm.tma.boxes for sm in sms.values())},
+        trace=tr, machine=gmem,
+    )
+
+
+class _Aggregate:
+    """Per-role sums of warp statistics, folded in as CTAs finish (memory stays flat)."""
+
+    def __init__(self, trace: bool):
+        self._roles: dict[str, dict] = {}
+        self.trace = trace
+
+    def add(self, run: CtaRun, sm_id: int, slot: int, tr: Trace | None) -> None:
+        for st in run.stats:
+            r = self._roles.setdefault(st.role, {"warps": 0, "issue": 0.0, "wait": {}, "instructions": 0,
+                                                 "lifetime": 0.0})
+            r["warps"] += 1
+            r["issue"] += st.issue
+            r["instructions"] += st.instructions
+            r["lifetime"] += st.end - st.start
+            for k, v in st.wait.items():
+                r["wait"][k] = r["wait"].get(k, 0.0) + v
+            if tr is not None and st.slices:
+                tid = 100 + slot * 64 + st.warp
+                tr.name_thread(sm_id, tid, f"CTA{st.cta}.warp{st.warp} ({st.role})")
+                for a, b, name in st.slices:
+                    if b > a:
+                        tr.slice(sm_id, tid, name, a, b)
+
+    def roles(self) -> dict:
+        out = {}
+        for role, r in sorted(self._roles.items()):
+            out[role] = {"warps": r["warps"], "instructions": r["instructions"], "issue": int(round(r["issue"])),
+                         "lifetime": int(round(r["lifetime"])),
+                         "wait": {k: int(round(v)) for k, v in sorted(r["wait"].items())}}
+        return out
+
+
+def _busy(sms: dict, memory: MemorySystem, cycles: int) -> dict:
+    n = max(1, len(sms))
+    mean = lambda f: sum(f(sm) for sm in sms.values()) / n / cycles if cycles else 0.0  # noqa: E731
+    return {
+        "tma": mean(lambda sm: sm.tma.busy_cycles()),
+        "tensor": mean(lambda sm: sm.tensor.pipe.busy),
+        "smem": mean(lambda sm: sm.smem.pipe.busy),
+        "l2": memory.l2_pipe.busy_fraction(cycles),
+        "hbm": memory.hbm_pipe.busy_fraction(cycles),
+    }
+
+
+def _trace_units(tr: Trace, sms: dict, memory: MemorySystem, num_sms: int) -> None:
+    for sm_id, sm in sorted(sms.items()):
+        tr.name_process(sm_id, f"SM {sm_id}")
+        for i, p in enumerate(sm.sched.pipes):
+            tr.add_pipe(sm_id, i, p)
+        tr.add_pipe(sm_id, 10, sm.tma.issue_pipe)
+        tr.add_pipe(sm_id, 11, sm.tma.fill_pipe)
+        tr.add_pipe(sm_id, 12, sm.tensor.pipe)
+        tr.add_pipe(sm_id, 13, sm.smem.pipe)
+    tr.name_process(num_sms, "L2/HBM")
+    tr.add_pipe(num_sms, 0, memory.l2_pipe)
+    tr.add_pipe(num_sms, 1, memory.hbm_pipe)

@@ -1,0 +1,254 @@
+"""The timed runner of one SM: the warps of its resident CTAs as SimPy processes.
+
+Each warp is ONE process that drives the functional executor (`CTAExecutor.issue`, see
+docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one SimPy wait:
+
+    loop:
+      eff = ex.issue(w, batch=ALU_BATCH)      # the functional layer does WHAT (at issue)
+      blocked_on key?   -> yield event(key)    # mbarrier phase, bar.sync, rendezvous, wait_group
+      ALU run of n      -> SMSP busy n*issue; yield until issued + (alu_latency - issue)
+      ld.shared/ldmatrix-> SMSP issue, smem port held wavefronts; yield until the data is back
+      st.shared/stmatrix-> SMSP issue, smem port; yield until the port took the wavefronts
+      ld/st.global      -> L2/HBM per 128-B line (MemorySystem)
+      TMA load/store    -> TmaUnit gives the completion time; eff.complete() runs THEN (data lands,
+                           complete_tx fires the mbarrier phase); the warp goes on after issue
+      wgmma             -> TensorCores give the completion time; eff.complete() runs then
+      fired keys        -> wake the waiters of those events (+ wake-up latency from the config)
+
+Warp w of a CTA issues on sub-partition w % 4 (assumption: the mapping is undocumented,
+[FORUM-311023]). A warp waits for the result of each shared/global load before its next
+instruction (no register scoreboard: conservative, as if the next instruction used it).
+Nothing polls: a waiting warp sleeps on one `simpy.Event` per key; if the event queue runs dry
+while warps wait, the runner raises the functional layer's named `Deadlock`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import simpy
+
+from hopsim.functional.effect import Kind
+from hopsim.timing.memory import MemorySystem
+from hopsim.timing.pipes import Jitter
+from hopsim.timing.units import Schedulers, SmemPort, TensorCores, TmaUnit
+
+ALU_BATCH = 64
+"""Most consecutive ALU instructions executed (and costed) in one issue() call / one timeout."""
+
+LINE = 128
+"""Global-memory granule of the L2 residency model for ld/st.global (one L2 line)."""
+
+WAIT_NAME = {"mbar": "mbarrier", "bar": "bar.sync", "rdv": "warpgroup_rendezvous",
+             "wgmma": "wgmma.wait_group", "bulk": "bulk.wait_group"}
+
+
+class SM:
+    """The units of one SM, shared by the CTAs resident on it."""
+
+    def __init__(self, gpu, sm_id: int, memory: MemorySystem, *, trace: bool = False,
+                 jitter: Jitter | None = None):
+        self.sm_id = sm_id
+        self.sched = Schedulers(gpu, sm_id, trace)
+        self.smem = SmemPort(gpu, sm_id, trace, jitter)
+        self.tensor = TensorCores(gpu, sm_id, trace, jitter)
+        self.tma = TmaUnit(gpu, memory, sm_id, trace, jitter)
+        self.memory = memory
+        self.ctas_run = 0
+
+
+class WarpStats:
+    """Where one warp's cycles went: issuing, or waiting (by what it waited on)."""
+
+    __slots__ = ("cta", "warp", "issue", "wait", "tma", "wgmma", "start", "end", "instructions", "slices")
+
+    def __init__(self, cta: int, warp: int, trace: bool):
+        self.cta, self.warp = cta, warp
+        self.issue = 0.0
+        self.wait: dict[str, float] = {}
+        self.tma = self.wgmma = False
+        self.start = self.end = 0.0
+        self.instructions = 0
+        self.slices: list | None = [] if trace else None
+
+    @property
+    def role(self) -> str:
+        return "producer" if self.tma else "consumer" if self.wgmma else "other"
+
+    def add_wait(self, what: str, cycles: float) -> None:
+        if cycles > 0:
+            self.wait[what] = self.wait.get(what, 0.0) + cycles
+
+
+class _Consts:
+    """Plain floats of the config read once (hot path)."""
+
+    def __init__(self, gpu):
+        t = gpu.timing
+        self.issue = float(t.issue_cycles.value)
+        self.alu_tail = max(0.0, float(t.alu_latency_cycles.value) - self.issue)
+        self.wgmma_issue = float(t.wgmma_issue_cycles.value)
+        self.arrive = float(t.mbarrier_arrive_cycles.value)
+        self.wakeup = float(t.mbarrier_wakeup_cycles.value)
+        self.bar_sync = float(t.bar_sync_cycles.value)
+        self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
+        self.banks = int(gpu.spec.smem_banks.value)
+        self.bank_bytes = int(gpu.spec.smem_bank_bytes.value)
+
+
+class CtaRun:
+    """One CTA's timed execution on an `SM` (a generator `run()` for the CTA scheduler)."""
+
+    def __init__(self, env: simpy.Environment, sm: SM, ex, consts: _Consts, *, trace: bool = False,
+                 wavefronts=None):
+        self.env = env
+        self.sm = sm
+        self.ex = ex
+        self.c = consts
+        self.trace = trace
+        self.events: dict[tuple, simpy.Event] = {}
+        self.stats = [WarpStats(ex.cta_linear, w, trace) for w in range(ex.num_warps)]
+        self.wavefronts = wavefronts or ideal_wavefronts
+        self.last_async: dict[tuple, float] = {}  # FIFO completion per warpgroup / bulk warp
+        self.pending_async = 0
+
+    # ---------------------------------------------------------------- events
+    def _event(self, key):
+        evt = self.events.get(key)
+        if evt is None:
+            evt = self.events[key] = self.env.event()
+        return evt
+
+    def _fire(self, keys, delay: float = 0.0) -> None:
+        """Wake the waiters of `keys` after the key's wake-up latency (+ `delay`)."""
+        for key in keys:
+            evt = self.events.pop(key, None)
+            if evt is None:
+                continue
+            k = key[0]
+            d = delay + (self.c.wakeup if k == "mbar" else self.c.bar_sync if k == "bar" else 0.0)
+            if d > 0:
+                self.env.timeout(d).callbacks.append(partial(_succeed, evt))
+            else:
+                evt.succeed()
+
+    def _at(self, t: float, eff, fifo_key=None) -> None:
+        """Run eff.complete() at cycle t (integer, and not before the previous op of its FIFO)."""
+        t = -(-t // 1)  # ceil to an integer cycle
+        if fifo_key is not None:
+            last = self.last_async.get(fifo_key, 0.0)
+            if t < last:
+                t = last
+            self.last_async[fifo_key] = t
+        self.pending_async += 1
+        self.env.timeout(t - self.env.now).callbacks.append(partial(self._complete, eff))
+
+    def _complete(self, eff, _evt) -> None:
+        self.pending_async -= 1
+        self._fire(eff.complete())
+
+    # ---------------------------------------------------------------- the CTA
+    def run(self):
+        procs = [self.env.process(self._warp(w)) for w in range(self.ex.num_warps)]
+        yield self.env.all_of(procs)
+
+    def _warp(self, w: int):
+        env, ex, c, sm = self.env, self.ex, self.c, self.sm
+        st = self.stats[w]
+        st.start = env.now
+        smsp = sm.sched.pipes[w % sm.sched.n]
+        slices = st.slices
+        while True:
+            eff = ex.issue(w, ALU_BATCH)
+            now = env.now
+            key = eff.blocked_on
+            if key is not None:
+                yield self._event(key)
+                what = WAIT_NAME.get(key[0], key[0])
+                st.add_wait(what, env.now - now)
+                if slices is not None:
+                    slices.append((now, env.now, f"wait {ex.describe(key)}"))
+                continue
+            kind = eff.kind
+            n = eff.count
+            st.instructions += n
+            issued = smsp.reserve(now, n * c.issue)
+            resume = issued
+            what = None
+            if kind == Kind.ALU:
+                resume = issued + c.alu_tail
+                what = "alu_latency"
+            elif kind in _SMEM_KINDS:
+                wf, ideal = self.wavefronts(eff, c)
+                done = sm.smem.access(issued, wf, ideal, kind)
+                if kind in (Kind.LD_SHARED, Kind.LDMATRIX):
+                    resume, what = done, "smem"
+                else:
+                    resume, what = sm.smem.pipe.next_free, "smem"
+            elif kind == Kind.TMA_LOAD:
+                st.tma = True
+                self._at(sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load"), eff)
+            elif kind == Kind.WGMMA:
+                st.wgmma = True
+                if eff.complete is not None:
+                    info = eff.wgmma
+                    resume = smsp.reserve(issued, c.wgmma_issue)
+                    t = sm.tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, "wgmma")
+                    self._at(t, eff, ("wg", eff.warpgroup))
+            elif kind == Kind.TMA_STORE:
+                st.tma = True
+                _read_done, write_done = sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
+                                                      eff.gmem_bytes, "store")
+                self._at(write_done, eff, ("bulk", w))
+            elif kind == Kind.LD_GLOBAL or kind == Kind.ST_GLOBAL:
+                resume, what = self._global(eff, issued), "gmem"
+            elif kind == Kind.EXIT:
+                st.issue += issued - now
+                if issued > now:
+                    yield env.timeout(issued - now)
+                break
+            elif eff.complete is not None:  # any other async op: complete at issue
+                self._at(issued, eff)
+            if eff.fired:
+                self._fire(eff.fired, c.arrive if kind == Kind.MBAR_ARRIVE else 0.0)
+            st.issue += issued - now
+            if resume > now:
+                yield env.timeout(-(-resume // 1) - now)
+                if what is not None:
+                    st.add_wait(what, env.now - issued)
+            if slices is not None:
+                slices.append((now, env.now, eff.text if n == 1 else f"{n} ALU instructions"))
+        st.end = env.now
+
+    def _global(self, eff, issued: float) -> float:
+        mem = self.sm.memory
+        done = issued
+        lines = {}
+        for addr, nbytes in eff.gmem_ranges:
+            a = addr - addr % LINE
+            while a < addr + nbytes:
+                lines[a] = lines.get(a, 0) + min(LINE, addr + nbytes - a)
+                a += LINE
+        if eff.is_write:
+            for a, b in lines.items():
+                mem.write(issued, ("line", a), b)
+            return issued + eff.gmem_bytes / self.c.gst_bw
+        for a, b in lines.items():
+            t, _ = mem.read(issued, ("line", a), b)
+            done = max(done, t)
+        return done
+
+
+_SMEM_KINDS = frozenset({Kind.LD_SHARED, Kind.ST_SHARED, Kind.LDMATRIX, Kind.STMATRIX})
+
+
+def _succeed(evt, _timeout) -> None:
+    if not evt.triggered:
+        evt.succeed()
+
+
+def ideal_wavefronts(eff, c) -> tuple[int, int]:
+    """Fallback bank model (no conflicts): ceil(bytes / 128) wavefronts."""
+    nbytes = max(1, eff.lanes) * max(1, eff.smem_access_bytes)
+    w = max(1, -(-nbytes // (c.banks * c.bank_bytes)))
+    return w, w
