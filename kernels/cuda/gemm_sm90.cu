@@ -178,27 +178,29 @@ __device__ __forceinline__ void tile_coords(int id, int& tm, int& tn) {
 }
 
 // Issue all TMA boxes of k-tile `kt` into one stage (A at sa, B at sb), completing on `bar`.
+// `pred` selects the issuing lane (a whole warp may call this without diverging).
 __device__ __forceinline__ void load_stage(const TmaDesc* ta, const TmaDesc* tb, uint32_t sa,
-                                           uint32_t sb, uint32_t bar, int kt, int tm, int tn) {
+                                           uint32_t sb, uint32_t bar, int kt, int tm, int tn,
+                                           uint32_t pred = 1) {
   using namespace cfg;
-  sm90::mbar_arrive_expect_tx(bar, TX_BYTES);
+  sm90::mbar_arrive_expect_tx_if(pred, bar, TX_BYTES);
 #pragma unroll
   for (int c = 0; c < BK / W; ++c)
 #pragma unroll
     for (int i = 0; i < BM / RA; ++i)
-      sm90::tma_load_2d(sa + c * BM * SP + i * RA * SP, ta, kt * BK + c * W, tm * BM + i * RA, bar);
+      sm90::tma_load_2d_if(pred, sa + c * BM * SP + i * RA * SP, ta, kt * BK + c * W, tm * BM + i * RA, bar);
   if constexpr (!NN) {
 #pragma unroll
     for (int c = 0; c < BK / W; ++c)
 #pragma unroll
       for (int i = 0; i < BN / RB; ++i)
-        sm90::tma_load_2d(sb + c * BN * SP + i * RB * SP, tb, kt * BK + c * W, tn * BN + i * RB, bar);
+        sm90::tma_load_2d_if(pred, sb + c * BN * SP + i * RB * SP, tb, kt * BK + c * W, tn * BN + i * RB, bar);
   } else {
 #pragma unroll
     for (int j = 0; j < BN / W; ++j)
 #pragma unroll
       for (int i = 0; i < BK / RB; ++i)
-        sm90::tma_load_2d(sb + j * BK * SP + i * RB * SP, tb, tn * BN + j * W, kt * BK + i * RB, bar);
+        sm90::tma_load_2d_if(pred, sb + j * BK * SP + i * RB * SP, tb, tn * BN + j * W, kt * BK + i * RB, bar);
   }
 }
 
@@ -315,12 +317,15 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
 
   if constexpr (!WS) {
     // ---------------- single warpgroup: it loads and computes --------------------------------
-    const bool leader = threadIdx.x == 0;
-    if (leader) {
+    // Warp 0 as a whole runs the load path (warp-uniform branch, lane 0 predicated inside the
+    // PTX): a lane-divergent branch between wgmmas makes ptxas serialize them (C7518).
+    const bool warp0 = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0) == 0;
+    const uint32_t lane0 = (threadIdx.x % 32) == 0;
+    if (warp0) {
 #pragma unroll 1
       for (int s = 0; s < (S < KT ? S : KT); ++s)
         load_stage(&tma_a, &tma_b, sA + s * A_STAGE, sB + s * B_STAGE,
-                   sm90::smem_u32(&full_bar[s]), s, tm, tn);
+                   sm90::smem_u32(&full_bar[s]), s, tm, tn, lane0);
     }
     acc_t acc[MI][ACC_PER_M64];
 #pragma unroll
@@ -336,7 +341,7 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
       mma_stage(acc, sA + s * A_STAGE, sB + s * B_STAGE, 0);
       sm90::wgmma_commit();
       // Release the stage whose wgmmas are now complete (kt-1, or kt with a single stage):
-      // lane 0 of each warp arrives on its empty barrier; the leader waits for all 4 warps,
+      // lane 0 of each warp arrives on its empty barrier; warp 0 waits for all 4 warps,
       // then refills it with k-tile rel + S.
       int rel;
       if constexpr (S == 1) {
@@ -349,10 +354,10 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
       if (rel >= 0) {
         const int rs = rel % S;
         if (threadIdx.x % 32 == 0) sm90::mbar_arrive(sm90::smem_u32(&empty_bar[rs]));
-        if (leader && rel + S < KT) {
+        if (warp0 && rel + S < KT) {
           sm90::mbar_wait(sm90::smem_u32(&empty_bar[rs]), (rel / S) & 1);
           load_stage(&tma_a, &tma_b, sA + rs * A_STAGE, sB + rs * B_STAGE,
-                     sm90::smem_u32(&full_bar[rs]), rel + S, tm, tn);
+                     sm90::smem_u32(&full_bar[rs]), rel + S, tm, tn, lane0);
         }
       }
     }
