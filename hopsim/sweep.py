@@ -63,7 +63,7 @@ class Knob:
     @property
     def allowed(self) -> str:
         if self.kind == "posint":
-            return "a positive integer (a range like 1024-4096 steps by 1; prefer a list)"
+            return "a positive integer"
         if self.kind == "tile":
             return "BMxBNxBK with BM, BN in {64, 128, 256} and BK = 64, e.g. 128x128x64"
         if self.kind == "int" and _is_contiguous(self.choices):

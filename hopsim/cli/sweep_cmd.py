@@ -1,0 +1,228 @@
+"""`hopsim sweep`: simulate every point of a knob grid in parallel; table, CSV/JSON, plot.
+
+The grid comes from `--grid grid.yaml` (`base:` fixed knobs, `sweep:` lists or ranges) and/or knob
+flags with the names of `hopsim simulate gemm` (`--stages 1-6 --tma-box-rows 8,64,128`); a flag
+replaces the file's entry for that knob. Each point runs `hopsim.gemm_sim:simulate_point` (or
+`--fn MODULE:FUNCTION`) on a local process pool, serially, or on a Dask cluster. Points whose
+combination is invalid (e.g. stages that do not fit shared memory for the tile) are not run: they
+get an `error` column, like points whose simulation fails; the sweep goes on.
+
+Exit status: 0 every point ran; 1 some points failed (see their `error`); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import sys
+
+from hopsim import sweep
+from isa.errors import InputError
+
+DEFAULT_FN = "hopsim.gemm_sim:simulate_point"
+
+EXAMPLE = """examples:
+  hopsim sweep --m 4096 --n 4096 --k 4096 --stages 1-6 --tma-box-rows 8,64,128 --out r.csv
+  hopsim sweep --grid grid.yaml --jobs 8 --out results.json --plot stages.png
+  hopsim sweep --grid grid.yaml --stages 2,4 --plot s.png --compare-records   # H100 overlay
+  hopsim sweep --grid grid.yaml --executor dask://scheduler-host:8786          # on a cluster
+  hopsim sweep --stages 1-8 --tile 128x256x64 --list                           # points only
+
+grid.yaml:
+  base:  {m: 4096, n: 4096, k: 4096, variant: single, ctas_per_sm: auto}
+  sweep: {stages: "1-6", tma_box_rows: [8, 64, 128], ctas_per_sm: [auto, 1]}
+
+knob values: a value (4), a list (8,64,128), a range (1-6), choices (auto,1), tiles (128x128x64).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="simulate a grid of GEMM configurations in parallel",
+                       description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--grid", metavar="FILE.yaml", help="grid file with `base:` and `sweep:`")
+    g = p.add_argument_group("knobs (a value, a list 8,64,128 or a range 1-6; as in simulate gemm)")
+    for kn in sweep.KNOBS:
+        domain = kn.allowed if kn.name != "gpu" else "h100_sxm"
+        g.add_argument(f"--{kn.flag}", dest=f"knob_{kn.name}", metavar="V",
+                       help=f"{kn.help}; {domain}")
+    r = p.add_argument_group("running")
+    r.add_argument("--executor", default="process",
+                   help="process (local pool, default) | serial | dask://HOST:PORT")
+    r.add_argument("--jobs", type=int, help="worker processes (default: all CPUs)")
+    r.add_argument("--dask-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds to wait for the Dask scheduler (default 10)")
+    r.add_argument("--fn", default=DEFAULT_FN, metavar="MODULE:FUNCTION",
+                   help=f"function run per point, fn(point) -> dict (default {DEFAULT_FN})")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    r.add_argument("--list", action="store_true", help="print the points and exit")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", metavar="FILE.csv|FILE.json", help="write every row (all parameters)")
+    o.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    o.add_argument("--plot", metavar="FILE.png", help="plot y against a swept knob")
+    o.add_argument("--plot-knob", metavar="KNOB", help="x axis of --plot (default: first swept knob)")
+    o.add_argument("--y", default="time_ms", help="column to plot and tabulate (default time_ms)")
+    o.add_argument("--compare-records", nargs="?", const="", default=None, metavar="DIR",
+                   help="match points with H100 records (default validation/records/h100): adds "
+                        "hw_time_ms / hw_error_pct and draws them on --plot")
+    p.set_defaults(func=run)
+
+
+def _overrides(args) -> dict:
+    return {kn.name: getattr(args, f"knob_{kn.name}") for kn in sweep.KNOBS
+            if getattr(args, f"knob_{kn.name}") is not None}
+
+
+def _grid(args) -> sweep.Grid:
+    ov = _overrides(args)
+    if args.grid:
+        return sweep.load_grid(args.grid, overrides=ov)
+    return sweep.make_grid(sweep=ov)
+
+
+def _check_points(points: list[dict]) -> tuple[list[int], dict[int, str], InputError | None]:
+    """Indices of valid points, errors of the invalid ones (GemmParams rules), the first error."""
+    try:
+        from kernels.params import GemmParams  # noqa: PLC0415
+    except ImportError:  # pragma: no cover
+        return list(range(len(points))), {}, None
+    names = set(GemmParams.__dataclass_fields__)
+    ok, bad, first = [], {}, None
+    for i, p in enumerate(points):
+        try:
+            GemmParams(**{k: v for k, v in p.items() if k in names})
+            ok.append(i)
+        except InputError as exc:
+            bad[i] = f"invalid configuration: {exc}"
+            first = first or exc
+    return ok, bad, first
+
+
+def _records(dir_arg: str) -> list[dict]:
+    from validation.provenance import RECORDS_DIR, load_records  # noqa: PLC0415
+
+    d = pathlib.Path(dir_arg) if dir_arg else RECORDS_DIR
+    if not d.is_dir():
+        raise InputError("compare-records", str(d), "a directory of H100 records (*.json)",
+                         where="sweep")
+    return [r for r in load_records("gemm", d) if r.get("status", "ok") == "ok" and r.get("time_ms")]
+
+
+def _match(rows: list[dict], records: list[dict], y: str) -> list[dict]:
+    """For each row, the record with the same parameters: adds hw_<y> and hw_error_pct to the row;
+    returns the matched hardware rows (parameters + y) for the plot."""
+    index = {}
+    for rec in records:
+        index.setdefault(json.dumps(rec["params"], sort_keys=True), rec)
+    keys = list(records[0]["params"]) if records else []
+    hw_rows = []
+    for row in rows:
+        rec = index.get(json.dumps({k: row.get(k) for k in keys}, sort_keys=True))
+        if rec is None or rec.get(y) is None:
+            continue
+        row[f"hw_{y}"] = rec[y]
+        if isinstance(row.get(y), (int, float)) and rec[y]:
+            row["hw_error_pct"] = 100.0 * (row[y] - rec[y]) / rec[y]
+        hw_rows.append({**{k: row[k] for k in rec["params"]}, "gpu": row.get("gpu"), y: rec[y],
+                        "tag": rec.get("tag")})
+    return hw_rows
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "-" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
+
+
+def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None) -> None:
+    """Swept knobs, y, speed-up against the first point, TFLOP/s, hardware columns, errors."""
+    out = out or sys.stdout
+    knobs = grid.swept or []
+    cols = ["tile" if k == "tile" else k for k in knobs]
+    first = next((r.get(y) for r in rows if isinstance(r.get(y), (int, float))), None)
+    extra = [c for c in ("tflops", "ctas_per_sm_result", "waves", "cycles", f"hw_{y}",
+                         "hw_error_pct") if any(c in r for r in rows)]
+    header = cols + [y, "speedup"] + extra + ["error"]
+    table = []
+    for r in rows:
+        vals = [f"{r['bm']}x{r['bn']}x{r['bk']}" if c == "tile" else _fmt(r.get(c)) for c in cols]
+        t = r.get(y)
+        sp = first / t if isinstance(t, (int, float)) and t and first else None
+        vals += [_fmt(t), f"{sp:.3f}" if sp else "-"] + [_fmt(r.get(c)) for c in extra]
+        vals.append((r.get("error") or "")[:90])
+        table.append(vals)
+    widths = [max(len(h), *(len(v[i]) for v in table)) if table else len(h)
+              for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), file=out)
+    for v in table:
+        print("  ".join(c.ljust(w) for c, w in zip(v, widths)).rstrip(), file=out)
+
+
+def run(args) -> int:
+    kind, _ = sweep.parse_executor(args.executor)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("jobs", args.jobs, "a positive number of workers", where="sweep")
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise InputError("plot", args.plot, "a file name ending in .png", where="sweep")
+    if args.out:
+        if pathlib.Path(args.out).suffix.lower() not in (".csv", ".json"):
+            raise InputError("out", args.out, "a file name ending in .csv or .json", where="sweep")
+    grid = _grid(args)
+    plot_knob = None
+    if args.plot:
+        plot_knob = sweep.knob(args.plot_knob).name if args.plot_knob else (
+            grid.swept[0] if grid.swept else None)
+        if plot_knob is None:
+            raise InputError("plot", args.plot, "a sweep with at least one knob taking several "
+                             "values (e.g. --stages 1-6), or --plot-knob", where="sweep")
+    points = grid.points()
+    ok_idx, bad, first_err = _check_points(points)
+    if args.list:
+        for i, p in enumerate(points):
+            print(json.dumps({**p, "error": bad[i]} if i in bad else p))
+        print(f"{len(points)} points ({len(bad)} invalid); swept: {', '.join(grid.swept) or 'nothing'}",
+              file=sys.stderr)
+        return 0
+    if not ok_idx:
+        raise first_err  # every point is invalid: one line, exit 2
+    records = _records(args.compare_records) if args.compare_records is not None else None
+    fn = sweep.load_function(args.fn)
+    if bad:
+        print(f"hopsim sweep: {len(bad)} of {len(points)} points are invalid and skipped "
+              f"(first: {first_err})", file=sys.stderr)
+    got = sweep.run_sweep([points[i] for i in ok_idx], fn, executor=args.executor, jobs=args.jobs,
+                          progress=not args.no_progress, dask_timeout_s=args.dask_timeout)
+    rows: list[dict] = [None] * len(points)  # type: ignore[list-item]
+    for i, r in zip(ok_idx, got):
+        rows[i] = r
+    for i, msg in bad.items():
+        rows[i] = {**points[i], "error": msg}
+    hw_rows = _match(rows, records, args.y) if records is not None else []
+    if records is not None:
+        print(f"hopsim sweep: {len(hw_rows)} of {len(rows)} points have an H100 record",
+              file=sys.stderr)
+    if args.out:
+        sweep.write_rows(rows, args.out)
+    if args.plot:
+        from hopsim.plots import plot_sweep  # noqa: PLC0415
+
+        plot_sweep(rows, plot_knob, args.plot, y=args.y, compare=hw_rows or None,
+                   title=f"{args.y} against {plot_knob}" + (" (sim solid, H100 dashed)"
+                                                             if hw_rows else ""))
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+    else:
+        print_table(rows, grid, args.y)
+        n_err = sum(1 for r in rows if r.get("error"))
+        tail = [f"{len(rows)} points", f"{n_err} failed" if n_err else "all ran",
+                f"executor {kind}"]
+        if args.out:
+            tail.append(f"rows -> {args.out}")
+        if args.plot:
+            tail.append(f"plot -> {args.plot}")
+        print("; ".join(tail))
+    return 1 if any(r.get("error") for r in rows) else 0
