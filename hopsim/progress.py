@@ -60,7 +60,7 @@ class Progress:
         self.errors = 0
         self._t0 = time.monotonic()
         self._last_draw = -1e9
-        self._drawn = False
+        self._drawn_at = -1
 
     # ------------------------------------------------------------------ counting
     def update(self, n: int = 1, *, errors: int = 0) -> None:
@@ -101,14 +101,15 @@ class Progress:
 
     def _draw(self, now: float) -> None:
         self._last_draw = now
-        self._drawn = True
+        self._drawn_at = self.done
         self.stream.write("\r" + self.line() + "\x1b[K")
         self.stream.flush()
 
     def close(self) -> None:
         """Draw the final state and end the line (only if anything was drawn)."""
         if self.enabled:
-            self._draw(time.monotonic())
+            if self._drawn_at != self.done:
+                self._draw(time.monotonic())
             self.stream.write("\n")
             self.stream.flush()
 

@@ -146,14 +146,16 @@ def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None) -> None:
     first = next((r.get(y) for r in rows if isinstance(r.get(y), (int, float))), None)
     extra = [c for c in ("tflops", "ctas_per_sm_result", "waves", "cycles", f"hw_{y}",
                          "hw_error_pct") if any(c in r for r in rows)]
-    header = cols + [y, "speedup"] + extra + ["error"]
+    has_err = any(r.get("error") for r in rows)
+    header = cols + [y, "speedup"] + extra + (["error"] if has_err else [])
     table = []
     for r in rows:
         vals = [f"{r['bm']}x{r['bn']}x{r['bk']}" if c == "tile" else _fmt(r.get(c)) for c in cols]
         t = r.get(y)
         sp = first / t if isinstance(t, (int, float)) and t and first else None
         vals += [_fmt(t), f"{sp:.3f}" if sp else "-"] + [_fmt(r.get(c)) for c in extra]
-        vals.append((r.get("error") or "")[:90])
+        if has_err:
+            vals.append((r.get("error") or "")[:90])
         table.append(vals)
     widths = [max(len(h), *(len(v[i]) for v in table)) if table else len(h)
               for i, h in enumerate(header)]
