@@ -86,9 +86,12 @@ class MemorySystem:
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
         self.bytes_to_l2 = 0  # bytes stored
 
-    def read(self, arrival: float, key: Hashable, nbytes: int) -> tuple[float, bool]:
-        """Read a tile arriving at `arrival`; return (time its bytes reach the SM, hit?)."""
-        hit = self.residency.access(key, nbytes)
+    def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None) -> tuple[float, bool]:
+        """Read a tile arriving at `arrival`; return (time its bytes reach the SM, hit?).
+
+        `hit` given: the residency was already decided (CTA-dispatch residency, see `SmLink`)."""
+        if hit is None:
+            hit = self.residency.access(key, nbytes)
         if hit:
             self.bytes_from_l2 += nbytes
             t = self.l2_pipe.reserve(arrival, nbytes / self.l2_bw, "hit")
@@ -104,3 +107,24 @@ class MemorySystem:
         self.bytes_to_l2 += nbytes
         t = self.l2_pipe.reserve(arrival, nbytes / self.l2_bw, "store")
         return t + self.jitter(self.l2_latency)
+
+
+class SmLink(MemorySystem):
+    """One SM's 1/num_sms share of the chip's L2 and HBM bandwidth (the *partitioned* memory mode).
+
+    Used by the memoised GPU mode (runner.py, `memo=True`): every SM has its own L2->SM and HBM->L2
+    links of `bytes_per_cycle / num_sms` and the same latencies, and all SMs share one
+    `L2Residency`. Then a CTA's timing no longer depends on what other SMs do at the same moment,
+    only on its own instruction stream and its L2 hit/miss vector; that is what makes CTAs with
+    identical inputs to timing identical (the basis of the memo). Approximation (stated): an SM
+    cannot borrow the bandwidth that idle SMs leave unused (e.g. in a partial last wave).
+    """
+
+    def __init__(self, gpu, residency: L2Residency, num_sms: int, sm_id: int, *, trace: bool = False,
+                 jitter: Jitter | None = None):
+        super().__init__(gpu, trace=trace, jitter=jitter)
+        self.residency = residency
+        self.l2_bw /= num_sms
+        self.hbm_bw /= num_sms
+        self.l2_pipe.name = f"SM{sm_id}.L2 link"
+        self.hbm_pipe.name = f"SM{sm_id}.HBM link"

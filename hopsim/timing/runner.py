@@ -25,6 +25,9 @@ from hopsim.timing.occupancy import occupancy
 from hopsim.timing.pipes import Jitter
 from hopsim.timing.sm import SM, CtaRun, _Consts, ideal_wavefronts
 from hopsim.trace import Trace
+from hopsim.timing import memo as memo_mod
+from hopsim.timing.memory import SmLink
+from isa.errors import HopsimError, InputError
 
 import simpy
 
@@ -55,7 +58,7 @@ def _bank_model():
 def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = False, gmem=None,
              checks: bool = True, flop_count: float | None = None, regs_per_thread: int | None = None,
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
-             bank_model=None) -> SimResult:
+             bank_model=None, memory: str = "shared", memo: bool = False) -> SimResult:
     """Time `kernel` launched as `launch` on `gpu` (default H100 SXM). See module docstring.
 
     gmem: the `GlobalMemory` holding the kernel's buffers and tensor maps (shared by all CTAs).
@@ -64,8 +67,17 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     wgmma and smem, for race flushing; off by default (deterministic).
     executor_factory(cta_linear) -> executor: replaces `CTAExecutor` (tests use scripted ones).
     bank_model(effect, consts) -> (wavefronts, ideal): replaces the functional bank model.
+    memory: "shared" (default: one FIFO L2 link and one HBM link for the chip, L2 residency looked
+    up when a request reaches memory) or "partitioned" (each SM owns 1/num_sms of both links; L2
+    residency of a CTA's TMA tiles decided when it is dispatched; see memory.SmLink, memo.py).
+    memo: replay CTAs whose inputs to timing equal an already simulated CTA's (memo.py); needs
+    values=False, memory="partitioned", one CTA per SM and no jitter, else it is refused.
     """
     gpu = gpu or load_gpu()
+    if memory not in ("shared", "partitioned"):
+        raise InputError("memory", memory, '"shared" or "partitioned"')
+    if memo and (values or memory != "partitioned" or jitter_cycles):
+        raise InputError("memo", memo, 'memo=True needs values=False, memory="partitioned" and no jitter')
     if executor_factory is None:
         from hopsim.functional.executor import CTAExecutor
         from hopsim.functional.gmem import GlobalMemory
@@ -75,6 +87,11 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         def executor_factory(cta):
             return CTAExecutor(kernel, launch, gmem, cta, values=values, checks=checks)
 
+        def plan_factory(cta):  # timing-only: the zero-time sample runs never touch data
+            return CTAExecutor(kernel, launch, gmem, cta, values=False, checks=False)
+    else:
+        plan_factory = executor_factory
+
     smem = int(getattr(kernel, "static_smem_bytes", 0) or 0) + int(getattr(launch, "dynamic_smem", 0) or 0)
     occ = occupancy(gpu, threads_per_cta=launch.num_threads, smem_bytes_per_cta=smem,
                     regs_per_thread=regs_per_thread or regs_per_thread_of(kernel))
@@ -83,6 +100,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
 
     env = simpy.Environment()
     jitter = Jitter(jitter_seed, jitter_cycles)
+    memory_mode = memory
     memory = MemorySystem(gpu, trace=trace, jitter=jitter)
     consts = _Consts(gpu)
     wavefronts = bank_model or _bank_model()
@@ -91,17 +109,50 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     live: set[CtaRun] = set()
     tr = Trace(float(gpu.spec.clock_mhz.value)) if trace else None
 
+    partitioned = memory_mode == "partitioned"
+    plan = memo_mod.TilePlan.build(launch, plan_factory) if partitioned else None
+    if memo and occ.ctas_per_sm != 1:
+        plan = None  # memo needs one CTA per SM (co-resident CTAs share the SM's units)
+    memo_table: dict = {}
+    stats = {"memo_hits": 0, "detailed_ctas": 0}
+
     def run_cta(sm_id, slot, cta):
         sm = sms.get(sm_id)
         if sm is None:
-            sm = sms[sm_id] = SM(gpu, sm_id, memory, trace=trace, jitter=jitter)
+            link = SmLink(gpu, memory.residency, num_sms, sm_id, trace=trace, jitter=jitter) if partitioned else memory
+            sm = sms[sm_id] = SM(gpu, sm_id, link, trace=trace, jitter=jitter)
+        hits = key = tiles = None
+        if plan is not None:
+            tiles = plan.tiles(cta)
+            hits = {(w, i): memory.residency.access((h, co), nb)
+                    for w, row in enumerate(tiles) for i, (h, co, nb) in enumerate(row)}
+            key = tuple(hits.values())
+        start = env.now
+        idle = memo and memo_mod.sm_idle(sm, start)
+        if idle and key in memo_table:
+            dur, delta, warp_stats = memo_table[key]
+            memo_mod.add_counters(sm, delta)
+            stats["memo_hits"] += 1
+            yield env.timeout(dur)
+            agg.add_stats(warp_stats)
+            if tr is not None:
+                tr.slice(sm_id, 100 + slot * 64, f"CTA {cta} (memoised)", start, env.now)
+            sm.ctas_run += 1
+            return
+        before = memo_mod.sm_counters(sm) if idle else None
         ex = executor_factory(cta)
-        run = CtaRun(env, sm, ex, consts, trace=trace, wavefronts=wavefronts)
+        run = CtaRun(env, sm, ex, consts, trace=trace, wavefronts=wavefronts, hits=hits)
         live.add(run)
         if tr is not None:
             tr.counter(sm_id, "resident CTAs", env.now, cta=cta)
         yield from run.run()
         live.discard(run)
+        stats["detailed_ctas"] += 1
+        if tiles is not None and run.tiles != [[(h, co) for h, co, _ in row] for row in tiles]:
+            raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
+                              "simulate with memory='shared'")
+        if idle:
+            memo_table[key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before), run.stats)
         sm.ctas_run += 1
         agg.add(run, sm_id, slot, tr)
 
@@ -116,23 +167,29 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         raise run.ex.deadlock_error() from None
     cycles = int(env.now)
 
-    busy = _busy(sms, memory, cycles)
+    links = [sm.memory for sm in sms.values()] if partitioned else [memory]
+    busy = _busy(sms, links, cycles)
     flops = sum(sm.tensor.flops for sm in sms.values())
     if tr is not None:
         _trace_units(tr, sms, memory, num_sms)
+        for sm_id, sm in sms.items():
+            if sm.memory is not memory:
+                tr.add_pipe(sm_id, 14, sm.memory.l2_pipe)
+                tr.add_pipe(sm_id, 15, sm.memory.hbm_pipe)
     return SimResult(
         kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=float(gpu.spec.clock_mhz.value),
         ctas=num_ctas, ctas_per_sm=occ.ctas_per_sm, limiting=occ.limiting,
         waves=waves(num_ctas, num_sms, occ.ctas_per_sm), sms_used=len(sms), roles=agg.roles(),
-        busy=busy, bytes_l2=memory.bytes_from_l2, bytes_hbm=memory.bytes_from_hbm,
-        bytes_stored=memory.bytes_to_l2,
+        busy=busy, bytes_l2=sum(m.bytes_from_l2 for m in links), bytes_hbm=sum(m.bytes_from_hbm for m in links),
+        bytes_stored=sum(m.bytes_to_l2 for m in links),
         smem_wavefronts=sum(sm.smem.wavefronts for sm in sms.values()),
         smem_ideal_wavefronts=sum(sm.smem.ideal_wavefronts for sm in sms.values()),
         flops=int(flop_count if flop_count is not None else flops),
         mode="values" if values else "timing-only",
         extra={"occupancy_limits": occ.limits, "tensor_flops": flops,
                "l2_hits": memory.residency.hits, "l2_misses": memory.residency.misses,
-               "tma_boxes": sum(sm.tma.boxes for sm in sms.values())},
+               "tma_boxes": sum(sm.tma.boxes for sm in sms.values()), "memory": memory_mode,
+               "memo": bool(memo), "tile_plan": plan is not None, **stats},
         trace=tr, machine=gmem,
     )
 
@@ -145,7 +202,10 @@ class _Aggregate:
         self.trace = trace
 
     def add(self, run: CtaRun, sm_id: int, slot: int, tr: Trace | None) -> None:
-        for st in run.stats:
+        self.add_stats(run.stats, sm_id, slot, tr)
+
+    def add_stats(self, warp_stats, sm_id: int = 0, slot: int = 0, tr: Trace | None = None) -> None:
+        for st in warp_stats:
             r = self._roles.setdefault(st.role, {"warps": 0, "issue": 0.0, "wait": {}, "instructions": 0,
                                                  "lifetime": 0.0})
             r["warps"] += 1
@@ -170,15 +230,17 @@ class _Aggregate:
         return out
 
 
-def _busy(sms: dict, memory: MemorySystem, cycles: int) -> dict:
+def _busy(sms: dict, links: list, cycles: int) -> dict:
+    """Mean busy fraction over the SMs that ran CTAs; L2/HBM links: chip total (partitioned mode:
+    the mean over the SM links, each 1/num_sms of the chip)."""
     n = max(1, len(sms))
     mean = lambda f: sum(f(sm) for sm in sms.values()) / n / cycles if cycles else 0.0  # noqa: E731
     return {
         "tma": mean(lambda sm: sm.tma.busy_cycles()),
         "tensor": mean(lambda sm: sm.tensor.pipe.busy),
         "smem": mean(lambda sm: sm.smem.pipe.busy),
-        "l2": memory.l2_pipe.busy_fraction(cycles),
-        "hbm": memory.hbm_pipe.busy_fraction(cycles),
+        "l2": sum(m.l2_pipe.busy_fraction(cycles) for m in links) / len(links),
+        "hbm": sum(m.hbm_pipe.busy_fraction(cycles) for m in links) / len(links),
     }
 
 

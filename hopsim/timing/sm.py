@@ -48,6 +48,7 @@ class SM:
 
     def __init__(self, gpu, sm_id: int, memory: MemorySystem, *, trace: bool = False,
                  jitter: Jitter | None = None):
+        """`memory`: the chip's MemorySystem, or this SM's `SmLink` share (partitioned mode)."""
         self.sm_id = sm_id
         self.sched = Schedulers(gpu, sm_id, trace)
         self.smem = SmemPort(gpu, sm_id, trace, jitter)
@@ -100,7 +101,7 @@ class CtaRun:
     """One CTA's timed execution on an `SM` (a generator `run()` for the CTA scheduler)."""
 
     def __init__(self, env: simpy.Environment, sm: SM, ex, consts: _Consts, *, trace: bool = False,
-                 wavefronts=None):
+                 wavefronts=None, hits: dict | None = None):
         self.env = env
         self.sm = sm
         self.ex = ex
@@ -111,6 +112,8 @@ class CtaRun:
         self.wavefronts = wavefronts or ideal_wavefronts
         self.last_async: dict[tuple, float] = {}  # FIFO completion per warpgroup / bulk warp
         self.pending_async = 0
+        self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
+        self.hits = hits  # {(warp, i): bool} L2 residency decided at dispatch (memoised mode)
 
     # ---------------------------------------------------------------- events
     def _event(self, key):
@@ -187,7 +190,10 @@ class CtaRun:
                     resume, what = sm.smem.pipe.next_free, "smem"
             elif kind == Kind.TMA_LOAD:
                 st.tma = True
-                self._at(sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load"), eff)
+                tl = self.tiles[w]
+                hit = None if self.hits is None else self.hits[(w, len(tl))]
+                tl.append(eff.tile_key)
+                self._at(sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit), eff)
             elif kind == Kind.WGMMA:
                 st.wgmma = True
                 if eff.complete is not None:

@@ -1,0 +1,201 @@
+"""CTA memoisation for large grids: simulate each *class* of CTA once, replay the others.
+
+Why it is exact (in the partitioned memory mode, `memory.SmLink`): with one CTA per SM, an SM
+that is idle when a CTA starts, per-SM bandwidth links, and L2 residency decided when the CTA is
+dispatched, a CTA's cycles and counters are a function of (its instruction stream, its L2
+hit/miss vector) only. Two CTAs of the same kernel whose streams differ only in the TMA box
+coordinates (a GEMM: every CTA runs the same loop on other tiles) and whose hit vectors are equal
+therefore take the same cycles. The memo key is the hit vector; the value is the CTA's duration
+and its counter deltas. tests/timing/test_memo.py checks memo=True == memo=False (same mode).
+
+The tile keys of every CTA (needed at dispatch for its hit vector) come from a `TilePlan`:
+sample CTAs (0, +x, +y, +z, the last, a middle one) run functionally in zero time (timing-only
+executor), their TMA-load tile keys `(tensor map, coords)` are recorded per warp, and each
+coordinate must be affine in `%ctaid`: coords(c) = coords(0) + dx*cx + dy*cy + dz*cz. The rule is
+verified on the last and a middle CTA, and again on every CTA simulated in detail; if it does
+not hold (a swizzled raster order, data-dependent control flow) there is no plan and every CTA
+is simulated in detail.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hopsim.functional.effect import Kind
+
+
+def capture_tiles(ex) -> list[list]:
+    """Run one CTA executor to completion in zero time; return its TMA-load tile keys per warp.
+
+    Scheduling as the functional runner does it: round-robin over warps, each issues until it
+    blocks; when all are blocked the oldest pending async op completes.
+    """
+    tiles: list[list] = [[] for _ in range(ex.num_warps)]
+    pending: deque = deque()
+    live = list(range(ex.num_warps))
+    while live:
+        progressed = False
+        for w in list(live):
+            while True:
+                eff = ex.issue(w, 256)
+                if eff.blocked_on is not None:
+                    break
+                progressed = True
+                if eff.kind == Kind.TMA_LOAD:
+                    tiles[w].append((eff.tile_key, eff.gmem_bytes))
+                if eff.complete is not None:
+                    pending.append(eff)
+                if eff.kind == Kind.EXIT:
+                    live.remove(w)
+                    break
+        if not progressed:
+            if not pending:
+                raise ex.deadlock_error()
+            pending.popleft().complete()
+    while pending:
+        pending.popleft().complete()
+    return tiles
+
+
+def _split(item):
+    """(handle, coords, nbytes) of a (tile key, nbytes), or None when the key is not (handle, coords)."""
+    key, nbytes = item
+    if (isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], tuple)
+            and all(isinstance(v, int) for v in key[1])):
+        return key[0], key[1], nbytes
+    return None
+
+
+class TilePlan:
+    """Affine prediction of each CTA's TMA tile keys from sample CTAs (see module docstring)."""
+
+    def __init__(self, base: list[list], deltas: list, coords_of):
+        self.base = base  # per warp: [(handle, coords, nbytes)]
+        self.deltas = deltas  # per axis: per warp: [coord delta tuples]
+        self.coords_of = coords_of
+
+    def tiles(self, cta: int) -> list[list]:
+        c = self.coords_of(cta)
+        out = []
+        for w, keys in enumerate(self.base):
+            row = []
+            for i, (h, co, nb) in enumerate(keys):
+                v = list(co)
+                for ax in range(3):
+                    if c[ax] and self.deltas[ax] is not None:
+                        d = self.deltas[ax][w][i]
+                        for j in range(len(v)):
+                            v[j] += c[ax] * d[j]
+                row.append((h, tuple(v), nb))
+            out.append(row)
+        return out
+
+    @classmethod
+    def build(cls, launch, make_executor) -> "TilePlan | None":
+        grid = launch.grid
+        coords_of = launch.cta_coords
+
+        def linear(x, y, z):
+            return x + grid[0] * (y + grid[1] * z)
+
+        def keys(cta):
+            raw = capture_tiles(make_executor(cta))
+            out = []
+            for row in raw:
+                sp = [_split(k) for k in row]
+                if any(s is None for s in sp):
+                    return None
+                out.append(sp)
+            return out
+
+        base = keys(0)
+        if base is None or not any(base):
+            return None
+        deltas = []
+        for ax in range(3):
+            if grid[ax] < 2:
+                deltas.append(None)
+                continue
+            unit = [0, 0, 0]
+            unit[ax] = 1
+            other = keys(linear(*unit))
+            d = _delta(base, other)
+            if d is None:
+                return None
+            deltas.append(d)
+        plan = cls(base, deltas, coords_of)
+        n = launch.num_ctas
+        for cta in {n - 1, n // 2 + 1 if n > 2 else n - 1}:
+            got = keys(cta)
+            if got is None or got != plan.tiles(cta):
+                return None
+        return plan
+
+
+def _delta(base, other):
+    if other is None or len(other) != len(base):
+        return None
+    out = []
+    for rb, ro in zip(base, other):
+        if len(rb) != len(ro):
+            return None
+        row = []
+        for (hb, cb, nb), (ho, co, no) in zip(rb, ro):
+            if hb != ho or len(cb) != len(co) or nb != no:
+                return None
+            row.append(tuple(o - b for b, o in zip(cb, co)))
+        out.append(row)
+    return out
+
+
+# ------------------------------------------------------------------------------- SM counters
+def sm_counters(sm) -> dict:
+    """The additive counters of one SM (and its memory link) — snapshot for memo deltas."""
+    link = sm.memory
+    return {
+        "sched": [p.busy for p in sm.sched.pipes], "smem_busy": sm.smem.pipe.busy,
+        "smem_wf": sm.smem.wavefronts, "smem_ideal": sm.smem.ideal_wavefronts, "smem_acc": sm.smem.accesses,
+        "tensor_busy": sm.tensor.pipe.busy, "flops": sm.tensor.flops, "tensor_ops": sm.tensor.instructions,
+        "operand_bytes": sm.tensor.operand_bytes,
+        "tma_issue": sm.tma.issue_pipe.busy, "tma_fill": sm.tma.fill_pipe.busy, "boxes": sm.tma.boxes,
+        "tma_ld": sm.tma.bytes_loaded, "tma_st": sm.tma.bytes_stored,
+        "l2_busy": link.l2_pipe.busy, "hbm_busy": link.hbm_pipe.busy,
+        "from_l2": link.bytes_from_l2, "from_hbm": link.bytes_from_hbm, "to_l2": link.bytes_to_l2,
+    }
+
+
+def counter_delta(after: dict, before: dict) -> dict:
+    return {k: ([a - b for a, b in zip(v, before[k])] if isinstance(v, list) else v - before[k])
+            for k, v in after.items()}
+
+
+def add_counters(sm, d: dict) -> None:
+    """Replay a memoised CTA's counters on `sm`."""
+    for p, b in zip(sm.sched.pipes, d["sched"]):
+        p.busy += b
+    sm.smem.pipe.busy += d["smem_busy"]
+    sm.smem.wavefronts += d["smem_wf"]
+    sm.smem.ideal_wavefronts += d["smem_ideal"]
+    sm.smem.accesses += d["smem_acc"]
+    sm.tensor.pipe.busy += d["tensor_busy"]
+    sm.tensor.flops += d["flops"]
+    sm.tensor.instructions += d["tensor_ops"]
+    sm.tensor.operand_bytes += d["operand_bytes"]
+    sm.tma.issue_pipe.busy += d["tma_issue"]
+    sm.tma.fill_pipe.busy += d["tma_fill"]
+    sm.tma.boxes += d["boxes"]
+    sm.tma.bytes_loaded += d["tma_ld"]
+    sm.tma.bytes_stored += d["tma_st"]
+    link = sm.memory
+    link.l2_pipe.busy += d["l2_busy"]
+    link.hbm_pipe.busy += d["hbm_busy"]
+    link.bytes_from_l2 += d["from_l2"]
+    link.bytes_from_hbm += d["from_hbm"]
+    link.bytes_to_l2 += d["to_l2"]
+
+
+def sm_idle(sm, now: float) -> bool:
+    """No unit of the SM has work queued beyond `now` (a CTA starting now sees a fresh SM)."""
+    pipes = [*sm.sched.pipes, sm.smem.pipe, sm.tensor.pipe, sm.tma.issue_pipe, sm.tma.fill_pipe,
+             sm.memory.l2_pipe, sm.memory.hbm_pipe]
+    return all(p.next_free <= now for p in pipes)
