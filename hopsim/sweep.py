@@ -296,14 +296,14 @@ def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
     for sect, val in (("base", base), ("sweep", sweep)):
         if not isinstance(val, dict):
             raise InputError(f"{p.name}: {sect}", val, "a mapping knob: value(s)", where="grid")
-    sweep = dict(sweep)
-    for name, spec in (overrides or {}).items():
-        kn = knob(name)
-        for k in [k for k in list(sweep) + list(base) if knob(k).name == kn.name]:
-            sweep.pop(k, None)
-            base = {kk: vv for kk, vv in base.items() if kk != k}
-        sweep[kn.name] = spec
-    return make_grid(sweep, base)
+    ov = {knob(n).name: spec for n, spec in (overrides or {}).items()}
+    base = {k: v for k, v in base.items() if knob(k).name not in ov}
+    merged = {}  # an overridden knob keeps its place in the file's order
+    for k, v in sweep.items():
+        name = knob(k).name
+        merged[name] = ov.pop(name, v)
+    merged.update(ov)
+    return make_grid(merged, base)
 
 
 # --------------------------------------------------------------------------- running

@@ -109,6 +109,7 @@ def test_grid_yaml_with_overrides(tmp_path):
     assert len(g) == 4 * 3 and g.base["variant"] == "single"
     g2 = sweep.load_grid(f, overrides={"stages": "2,3"})
     assert g2.knobs["stages"] == [2, 3] and len(g2) == 2 * 3
+    assert g2.swept == ["stages", "box_rows"]  # an override keeps the file's order
     g3 = sweep.load_grid(f, overrides={"variant": "ws,single"})  # a base knob becomes swept
     assert g3.knobs["variant"] == ["ws", "single"] and len(g3) == 2 * 4 * 3
 
