@@ -168,6 +168,14 @@ class CTAExecutor:
             "%smid": u(0), "%clock": u(0), "%clock64": np.zeros(WARP, np.uint64),
         }
 
+    def param(self, name: str):
+        """Value of kernel parameter `name` (from `Launch.params`)."""
+        try:
+            return self.params[name]
+        except KeyError:
+            raise IllegalInstruction(f"kernel parameter {name} has no value in Launch.params "
+                                     f"(given: {', '.join(self.params) or 'none'})") from None
+
     # ------------------------------------------------------------------------- queries
     def warp_done(self, w: int) -> bool:
         return self.warps[w].done
@@ -209,12 +217,14 @@ class CTAExecutor:
             raise IllegalInstruction("issue() on a warp that has exited", warp=w, cta=self.cta_linear)
         resumed = False
         if ws.block is not None:
-            key, kind, advance = ws.block
+            key, kind, advance, on_resume = ws.block
             if not self.is_ready(key):
                 op = self.prog.ops[ws.pc]
                 return Effect(kind=kind, warp=w, index=op.index, instr=op.instr, count=0, blocked_on=key)
             ws.block = None
             resumed = True
+            if on_resume is not None:
+                on_resume()
             if advance:
                 ws.pc = self.prog.ops[ws.pc].next_pc
         ops = self.prog.ops
@@ -241,6 +251,8 @@ class CTAExecutor:
                 self.checker.before(op, ws)
             eff = op.fn(self, ws, mask)
             eff.resumed = resumed
+            eff.index = op.index
+            eff.instr = op.instr
             if eff.blocked_on is None and not ws.done and ws.block is None:
                 if eff.kind not in Kind.COLLECTIVE:
                     ws.pc = op.next_pc
@@ -259,8 +271,10 @@ class CTAExecutor:
         return p & ws.active
 
     # ------------------------------------------------------------------------- blocking helpers
-    def block(self, ws: WarpState, key: tuple, kind: str, advance: bool) -> None:
-        ws.block = (key, kind, advance)
+    def block(self, ws: WarpState, key: tuple, kind: str, advance: bool, on_resume=None) -> None:
+        """Block warp ws on event `key`; on resume, call on_resume() and skip the instruction if
+        `advance` (else re-execute it)."""
+        ws.block = (key, kind, advance, on_resume)
 
     # ------------------------------------------------------------------------- mbarriers
     def mbarrier(self, addr: int) -> MbarrierState:

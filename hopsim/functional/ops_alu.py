@@ -1,0 +1,385 @@
+"""Builders of the register-only (ALU-class) instructions: mov, add ... cvt, elect.sync, ld.param, bra.
+
+Each builder returns (Kind.ALU, fn) with fn(ex, ws, mask) -> None (fall through) or a new pc.
+Values are numpy arrays over the 32 lanes of the warp; integer arithmetic wraps at the type width.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.functional.effect import Kind
+from hopsim.functional.errors import DivergentBranch, IllegalInstruction
+from hopsim.functional.program import (
+    builder, imm_value, reader, reg_setter, sym_getter, value_getter,
+)
+from hopsim.functional.regs import TYPES
+from hopsim.functional.wgmma import bf16_bits_to_f32, f32_to_bf16_bits
+
+_W = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _width(t: str) -> int:
+    return TYPES[t][1]
+
+
+def _packed_half(t: str) -> bool:
+    return t in ("f16x2", "bf16x2", "bf16")
+
+
+def _half_lanes(t: str, fn):
+    """Apply a float op lane-wise to packed half types (f16x2 / bf16x2 / bf16 bits)."""
+    def unpack(u):
+        u = np.asarray(u).astype(np.uint32)
+        if t == "bf16":
+            return bf16_bits_to_f32(u.astype(np.uint16)), None
+        lo, hi = (u & 0xFFFF).astype(np.uint16), (u >> 16).astype(np.uint16)
+        if t == "f16x2":
+            return lo.view(np.float16).astype(np.float32), hi.view(np.float16).astype(np.float32)
+        return bf16_bits_to_f32(lo), bf16_bits_to_f32(hi)
+
+    def pack(x):
+        if t == "f16x2":
+            return x.astype(np.float16).view(np.uint16).astype(np.uint32)
+        return f32_to_bf16_bits(x).astype(np.uint32)
+
+    def run(*args):
+        parts = [unpack(a) for a in args]
+        lo = fn(*[p[0] for p in parts])
+        if t == "bf16":
+            return f32_to_bf16_bits(lo)
+        hi = fn(*[p[1] for p in parts])
+        return pack(lo) | (pack(hi) << np.uint32(16))
+    return run
+
+
+def _binop(ins, ctx, f):
+    t = ins.type
+    ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
+    st = reg_setter(ins.dst, t, ctx)
+    if _packed_half(t):
+        f = _half_lanes(t, f)
+
+    def fn(ex, ws, mask):
+        st(ex, ws, f(ga(ex, ws), gb(ex, ws)), mask)
+    return Kind.ALU, fn
+
+
+def _arr(x):
+    return np.asarray(x)
+
+
+@builder("Add")
+def _add(ins, ctx):
+    return _binop(ins, ctx, lambda a, b: _arr(a) + b)
+
+
+@builder("Sub")
+def _sub(ins, ctx):
+    return _binop(ins, ctx, lambda a, b: _arr(a) - b)
+
+
+@builder("Min")
+def _min(ins, ctx):
+    return _binop(ins, ctx, np.minimum)
+
+
+@builder("Max")
+def _max(ins, ctx):
+    return _binop(ins, ctx, np.maximum)
+
+
+@builder("And")
+def _and(ins, ctx):
+    return _binop(ins, ctx, lambda a, b: _arr(a) & b)
+
+
+@builder("Or")
+def _or(ins, ctx):
+    return _binop(ins, ctx, lambda a, b: _arr(a) | b)
+
+
+@builder("Xor")
+def _xor(ins, ctx):
+    return _binop(ins, ctx, lambda a, b: _arr(a) ^ b)
+
+
+@builder("Not")
+def _not(ins, ctx):
+    t = ins.type
+    ga = value_getter(ins.a, t, ctx)
+    st = reg_setter(ins.dst, t, ctx)
+
+    def fn(ex, ws, mask):
+        a = _arr(ga(ex, ws))
+        st(ex, ws, ~a if a.dtype != bool else np.logical_not(a), mask)
+    return Kind.ALU, fn
+
+
+def _shift(ins, ctx, left: bool):
+    t = ins.type
+    w = _width(t)
+    ga = value_getter(ins.a, t, ctx)
+    gb = value_getter(ins.b, "u32", ctx)
+    st = reg_setter(ins.dst, t, ctx)
+    signed = TYPES[t][0].kind == "i"
+
+    def fn(ex, ws, mask):
+        a = _arr(ga(ex, ws))
+        b = np.minimum(_arr(gb(ex, ws)).astype(np.uint64), w).astype(a.dtype)
+        big = b >= w
+        bs = np.where(big, 0, b).astype(a.dtype)
+        if left:
+            r = np.where(big, 0, a << bs)
+        else:
+            r = a >> bs
+            r = np.where(big, np.where(a < 0, -1, 0) if signed else 0, r)
+        st(ex, ws, r.astype(a.dtype), mask)
+    return Kind.ALU, fn
+
+
+@builder("Shl")
+def _shl(ins, ctx):
+    return _shift(ins, ctx, True)
+
+
+@builder("Shr")
+def _shr(ins, ctx):
+    return _shift(ins, ctx, False)
+
+
+def _wide_type(t: str) -> str:
+    return {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}[t]
+
+
+def _mul_parts(t: str, mode):
+    """f(a, b) -> product per PTX mode, and the destination type."""
+    if t[0] in "fb" or mode is None:
+        return (lambda a, b: _arr(a) * b), t
+    w = _width(t)
+    signed = t[0] == "s"
+    if mode == "lo":
+        return (lambda a, b: _arr(a) * b), t
+    if mode == "wide":
+        wt = _wide_type(t)
+        dt = TYPES[wt][0]
+        return (lambda a, b: _arr(a).astype(dt) * _arr(b).astype(dt)), wt
+    # hi: upper half of the 2w-bit product
+    if w <= 32:
+        big = np.int64 if signed else np.uint64
+        dt = TYPES[t][0]
+        return (lambda a, b: ((_arr(a).astype(big) * _arr(b).astype(big)) >> w).astype(dt)), t
+
+    def hi64(a, b):
+        a, b = _arr(a), _arr(b)
+        r = np.array([(int(x) * int(y)) >> 64 for x, y in zip(np.broadcast_to(a, np.broadcast(a, b).shape).ravel(),
+                                                            np.broadcast_to(b, np.broadcast(a, b).shape).ravel())],
+                     dtype=object)
+        mask = (1 << 64) - 1
+        return np.array([int(v) & mask for v in r], dtype=np.uint64).view(TYPES[t][0])
+    return hi64, t
+
+
+@builder("Mul")
+def _mul(ins, ctx):
+    t = ins.type
+    f, dt = _mul_parts(t, ins.mode)
+    ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
+    st = reg_setter(ins.dst, dt, ctx)
+    if _packed_half(t):
+        f = _half_lanes(t, lambda a, b: a * b)
+
+    def fn(ex, ws, mask):
+        st(ex, ws, f(ga(ex, ws), gb(ex, ws)), mask)
+    return Kind.ALU, fn
+
+
+@builder("Mad")
+def _mad(ins, ctx):
+    t = ins.type
+    f, dt = _mul_parts(t, ins.mode)
+    ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
+    gc = value_getter(ins.c, dt, ctx)
+    st = reg_setter(ins.dst, dt, ctx)
+    if t[0] == "f" and not _packed_half(t):
+        # mad.rn.f32 is fused (one rounding): form the product and sum in float64
+        def fn(ex, ws, mask):
+            r = _arr(ga(ex, ws)).astype(np.float64) * gb(ex, ws) + _arr(gc(ex, ws)).astype(np.float64)
+            st(ex, ws, r.astype(TYPES[t][0]), mask)
+        return Kind.ALU, fn
+    if _packed_half(t):
+        f3 = _half_lanes(t, lambda a, b, c: a * b + c)
+
+        def fn(ex, ws, mask):
+            st(ex, ws, f3(ga(ex, ws), gb(ex, ws), gc(ex, ws)), mask)
+        return Kind.ALU, fn
+
+    def fn(ex, ws, mask):
+        st(ex, ws, f(ga(ex, ws), gb(ex, ws)) + gc(ex, ws), mask)
+    return Kind.ALU, fn
+
+
+_CMP = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal,
+}
+
+
+@builder("Setp")
+def _setp(ins, ctx):
+    t = ins.type
+    if t == "bf16":
+        ga0, gb0 = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
+        ga = lambda ex, ws: bf16_bits_to_f32(ga0(ex, ws))  # noqa: E731
+        gb = lambda ex, ws: bf16_bits_to_f32(gb0(ex, ws))  # noqa: E731
+    else:
+        ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
+    st = reg_setter(ins.dst, "pred", ctx)
+    cmp = ins.cmp
+    if cmp in _CMP:
+        f = _CMP[cmp]
+    elif cmp == "num":
+        f = lambda a, b: ~(np.isnan(a) | np.isnan(b))  # noqa: E731
+    elif cmp == "nan":
+        f = lambda a, b: np.isnan(a) | np.isnan(b)  # noqa: E731
+    else:  # unordered variants: true if either is NaN
+        base = _CMP[cmp[:-1]]
+        f = lambda a, b: base(a, b) | np.isnan(a) | np.isnan(b)  # noqa: E731
+
+    def fn(ex, ws, mask):
+        st(ex, ws, f(_arr(ga(ex, ws)), gb(ex, ws)), mask)
+    return Kind.ALU, fn
+
+
+@builder("Selp")
+def _selp(ins, ctx):
+    t = ins.type
+    ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
+    gc = value_getter(ins.c, "pred", ctx)
+    st = reg_setter(ins.dst, t, ctx)
+
+    def fn(ex, ws, mask):
+        st(ex, ws, np.where(gc(ex, ws), ga(ex, ws), gb(ex, ws)), mask)
+    return Kind.ALU, fn
+
+
+@builder("Mov")
+def _mov(ins, ctx):
+    t = ins.type
+    g = value_getter(ins.src, t, ctx)
+    st = reg_setter(ins.dst, t, ctx)
+
+    def fn(ex, ws, mask):
+        st(ex, ws, g(ex, ws), mask)
+    return Kind.ALU, fn
+
+
+_INT_RND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, None: np.trunc}
+
+
+@builder("Cvt")
+def _cvt(ins, ctx):
+    d, s = ins.dtype, ins.stype
+    st = reg_setter(ins.dst, d if d != "bf16" else "b16", ctx)
+    if d in ("f16x2", "bf16x2"):
+        ga, gb = value_getter(ins.src, "f32", ctx), value_getter(ins.src2, "f32", ctx)
+
+        def pack(x):
+            if d == "f16x2":
+                return _arr(x).astype(np.float16).view(np.uint16).astype(np.uint32)
+            return f32_to_bf16_bits(x).astype(np.uint32)
+
+        def fn(ex, ws, mask):  # a -> upper half, b -> lower half (PTX cvt.f16x2.f32 d, a, b)
+            st(ex, ws, (pack(ga(ex, ws)) << np.uint32(16)) | pack(gb(ex, ws)), mask)
+        return Kind.ALU, fn
+    gs = value_getter(ins.src, s if s != "bf16" else "b16", ctx)
+    d_float, s_float = d[0] in "fb", s[0] in "fb"
+
+    def src_val(ex, ws):
+        v = _arr(gs(ex, ws))
+        return bf16_bits_to_f32(v) if s == "bf16" else v
+
+    if d == "bf16":
+        def fn(ex, ws, mask):
+            st(ex, ws, f32_to_bf16_bits(src_val(ex, ws).astype(np.float32)), mask)
+        return Kind.ALU, fn
+    ddt = TYPES[d][0]
+    if s_float and not d_float:
+        rnd = _INT_RND[ins.rnd]
+        info = np.iinfo(ddt)
+
+        def fn(ex, ws, mask):
+            v = rnd(src_val(ex, ws).astype(np.float64))
+            v = np.nan_to_num(v, nan=0.0)
+            st(ex, ws, np.clip(v, info.min, info.max).astype(ddt), mask)
+        return Kind.ALU, fn
+    if ins.sat and d_float:
+        def fn(ex, ws, mask):
+            st(ex, ws, np.clip(src_val(ex, ws).astype(ddt), 0, 1), mask)
+        return Kind.ALU, fn
+
+    def fn(ex, ws, mask):
+        st(ex, ws, src_val(ex, ws).astype(ddt), mask)
+    return Kind.ALU, fn
+
+
+@builder("ElectSync")
+def _elect(ins, ctx):
+    gm = value_getter(ins.membermask, "u32", ctx)
+    sp = reg_setter(ins.pred, "pred", ctx)
+    sl = reg_setter(ins.lane, "u32", ctx) if ins.lane is not None else None
+    lane_bits = (np.uint32(1) << np.arange(32, dtype=np.uint32))
+
+    def fn(ex, ws, mask):
+        members = ((np.asarray(gm(ex, ws), np.uint32) & lane_bits) != 0) & mask
+        nz = np.flatnonzero(members)
+        leader = int(nz[0]) if len(nz) else -1
+        sp(ex, ws, np.arange(32) == leader, mask)
+        if sl is not None:
+            sl(ex, ws, np.full(32, max(leader, 0), np.uint32), mask)
+    return Kind.ALU, fn
+
+
+@builder("LdParam")
+def _ldparam(ins, ctx):
+    t = ins.type
+    base = ins.addr.base.name
+    if ins.vec != 1 or ins.addr.offset:
+        raise IllegalInstruction("ld.param of a vector or at an offset is not modelled")
+    g = sym_getter(base, t, ctx)
+    st = reg_setter(ins.dst, t, ctx)
+
+    def fn(ex, ws, mask):
+        st(ex, ws, g(ex, ws), mask)
+    return Kind.ALU, fn
+
+
+@builder("Bra")
+def _bra(ins, ctx):
+    name = ins.target.name
+    if name not in ctx.label_pc:
+        raise IllegalInstruction(f"branch to undefined label {name}")
+    target = ctx.label_pc[name]
+    guard = ins.guard
+    if guard is None:
+        return Kind.ALU, lambda ex, ws, mask: target
+    prow, neg = ctx.row(guard.pred), bool(guard.negate)
+
+    def fn(ex, ws, mask):
+        # mask = active & guard; taken must be all-or-none of the active lanes
+        n = int(np.count_nonzero(mask))
+        if n == 0:
+            return None
+        if n != ws.nactive:
+            raise DivergentBranch(f"branch guard is true on {n} of {ws.nactive} active lanes: "
+                                  f"divergent branches are not modelled (make the condition warp-uniform)")
+        return target
+    return Kind.ALU, fn
+
+
+@builder("FenceProxyAsync", "FenceMbarrierInit")
+def _fence(ins, ctx):
+    return Kind.ALU, lambda ex, ws, mask: None
+
+
+__all__ = ["imm_value", "reader"]

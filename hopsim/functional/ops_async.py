@@ -1,0 +1,195 @@
+"""Builders of the asynchronous instructions: TMA loads/stores and wgmma.mma_async.
+
+Their data moves in `Effect.complete()` (called by the timing layer at the modelled time, or by the
+functional runner lazily), never at issue:
+
+    cp.async.bulk.tensor (load)   issue: checks, smem range, tx bytes   complete: box -> smem, complete_tx
+    cp.async.bulk.tensor (store)  issue: checks, bulk group             complete: smem -> global, group done
+    wgmma.mma_async               issue: fence rule, operand chunks     complete: fetch A/B through the
+                                  (collective, once per warpgroup)                descriptors, D = A.B + D
+
+The box copy, the tensor-map geometry and the descriptor operand fetch come from the layouts modules
+(`hopsim.functional.tma`, `hopsim.functional.layouts`) through `bridge.py`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from hopsim.functional import bridge
+from hopsim.functional import wgmma as W
+from hopsim.functional.checks import CHUNK
+from hopsim.functional.effect import Effect, Kind, WgmmaInfo
+from hopsim.functional.errors import IllegalInstruction
+from hopsim.functional.ops_sync import advance_bulk, advance_groups, bulk_state, collective
+from hopsim.functional.program import address_getter, builder, uniform, value_getter
+
+_IDS = itertools.count(1)
+
+
+def _tmap_getter(tmap, ctx):
+    if type(tmap).__name__ == "Sym":
+        name = tmap.name
+        return lambda ex, ws, mask: int(ex.param(name))
+    g = value_getter(tmap, "u64", ctx)
+    return lambda ex, ws, mask: uniform(g(ex, ws), mask, "tensor-map address")
+
+
+def _coords_getter(coords, ctx):
+    gs = [value_getter(c, "s32", ctx) for c in coords]
+    return lambda ex, ws, mask: tuple(uniform(g(ex, ws), mask, f"TMA coordinate {i}") for i, g in enumerate(gs))
+
+
+@builder("CpAsyncBulkTensorLoad")
+def _tma_load(ins, ctx):
+    gdst = address_getter(ins.dst, ctx)
+    gmbar = address_getter(ins.mbar, ctx)
+    gtmap = _tmap_getter(ins.tmap, ctx)
+    gcoords = _coords_getter(ins.coords, ctx)
+
+    def fn(ex, ws, mask):
+        n = int(np.count_nonzero(mask))
+        if n == 0:
+            return Effect(kind=Kind.TMA_LOAD, warp=ws.w, lanes=0)
+        dst = uniform(gdst(ex, ws), mask, "TMA destination")
+        mbar = uniform(gmbar(ex, ws), mask, "TMA mbarrier")
+        handle = gtmap(ex, ws, mask)
+        coords = gcoords(ex, ws, mask)
+        tmap = ex.gmem.tensor_map(handle)
+        nbytes = bridge.box_bytes(tmap)
+        if dst % 128 or dst < 0 or dst + nbytes > ex.smem_size:
+            raise IllegalInstruction(f"TMA destination smem [0x{dst:x}, 0x{dst + nbytes:x}) must be 128-B aligned and "
+                                     f"inside the CTA's {ex.smem_size} shared bytes")
+        ex.mbarrier(mbar)  # must exist at issue
+        op = ex.prog.ops[ws.pc]
+        idents = [next(_IDS) for _ in range(n)]
+        if ex.checker.active:
+            for ident in idents:
+                ex.checker.tma_issue(ident, dst, dst + nbytes, ws, op, mbar)
+        values = ex.values
+        ranges = bridge.global_ranges(ex.gmem, tmap, coords)
+
+        def complete():
+            fired = []
+            for ident in idents:
+                if values:
+                    bridge.tma_load(ex.gmem, tmap, coords, ex.smem, dst)
+                ex.checker.tma_land(ident)
+                bar = ex.mbar.get(mbar)
+                if bar is None:
+                    raise IllegalInstruction(f"TMA load completes on shared 0x{mbar:x}, which holds no mbarrier anymore",
+                                             index=op.index, text=op.text, warp=ws.w, cta=ex.cta_linear, barrier=mbar)
+                before = bar.phase
+                try:
+                    if bar.complete_tx(nbytes):
+                        fired.append(("mbar", mbar, before))
+                except Exception as e:  # name where the TMA came from
+                    if hasattr(e, "located"):
+                        e.located(warp=ws.w, cta=ex.cta_linear, index=op.index, text=op.text)
+                    raise
+            return tuple(fired)
+
+        return Effect(kind=Kind.TMA_LOAD, warp=ws.w, lanes=n, smem_range=(dst, dst + nbytes), smem_bytes=n * nbytes,
+                      gmem_ranges=ranges, gmem_bytes=n * nbytes, tile_key=(handle, coords), mbarrier=mbar,
+                      phase=ex.mbar[mbar].phase, tx_bytes=n * nbytes, complete=complete)
+    return Kind.TMA_LOAD, fn
+
+
+@builder("CpAsyncBulkTensorStore")
+def _tma_store(ins, ctx):
+    gsrc = address_getter(ins.src, ctx)
+    gtmap = _tmap_getter(ins.tmap, ctx)
+    gcoords = _coords_getter(ins.coords, ctx)
+
+    def fn(ex, ws, mask):
+        n = int(np.count_nonzero(mask))
+        if n == 0:
+            return Effect(kind=Kind.TMA_STORE, warp=ws.w, lanes=0)
+        src = uniform(gsrc(ex, ws), mask, "TMA source")
+        handle = gtmap(ex, ws, mask)
+        coords = gcoords(ex, ws, mask)
+        tmap = ex.gmem.tensor_map(handle)
+        nbytes = bridge.box_bytes(tmap)
+        if src % 128 or src < 0 or src + nbytes > ex.smem_size:
+            raise IllegalInstruction(f"TMA source smem [0x{src:x}, 0x{src + nbytes:x}) must be 128-B aligned and "
+                                     f"inside the CTA's {ex.smem_size} shared bytes")
+        if ex.checker.active:
+            ex.checker.smem_read((src // CHUNK, -(-(src + nbytes) // CHUNK)), "TMA store")
+        st = bulk_state(ex, ws.w)
+        rec = [next(_IDS), False]
+        st["uncommitted"].append(rec)
+        group = st["committed"]
+        values = ex.values
+        w = ws.w
+
+        def complete():
+            if values:
+                for _ in range(n):
+                    bridge.tma_store(ex.gmem, tmap, coords, ex.smem, src)
+            rec[1] = True
+            return advance_bulk(ex, w)
+
+        return Effect(kind=Kind.TMA_STORE, warp=ws.w, lanes=n, smem_range=(src, src + nbytes), smem_bytes=n * nbytes,
+                      gmem_ranges=bridge.global_ranges(ex.gmem, tmap, coords), gmem_bytes=n * nbytes, is_write=True,
+                      tile_key=(handle, coords), group=group, complete=complete)
+    return Kind.TMA_STORE, fn
+
+
+@builder("WgmmaMmaAsync")
+def _wgmma(ins, ctx):
+    n = ins.shape_n
+    dtype_d, dtype_a, dtype_b = ins.dtype_d, ins.dtype_a, ins.dtype_b
+    a_regs = ins.a_from_regs
+    info = WgmmaInfo(n=n, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d, a_from_regs=a_regs)
+    d_rows = np.array([ctx.row(r) for r in ins.d.regs], dtype=np.intp)
+    a_rows = np.array([ctx.row(r) for r in ins.a.regs], dtype=np.intp) if a_regs else None
+    a_desc_row = None if a_regs else ctx.row(ins.a)
+    b_desc_row = ctx.row(ins.b_desc)
+    rows = frozenset(d_rows.tolist()) | (frozenset(a_rows.tolist()) if a_regs else frozenset())
+    ctx.wgmma_rows |= rows
+    scale_d = ins.scale_d
+    sd_const = int(scale_d.value) if type(scale_d).__name__ == "Imm" else None
+    sd_row = None if sd_const is not None else ctx.row(scale_d)
+    sa, sb = int(ins.imm_scale_a), int(ins.imm_scale_b)
+    ta, tb = int(ins.imm_trans_a), int(ins.imm_trans_b)
+
+    def body(ex, g, ws, mask):
+        lanes = slice(128 * g.g, 128 * g.g + 128)
+        desc_b = int(ex.bits[b_desc_row, lanes.start])
+        desc_a = None if a_regs else int(ex.bits[a_desc_row, lanes.start])
+        scale = sd_const if sd_const is not None else int(ex.bits[sd_row, lanes.start] != 0)
+        chk = ex.checker
+        if chk.active:
+            chk.wgmma_fence_rule(g, rows, ex.prog.ops[ws.pc])
+        chunks_b = bridge.operand_chunks(desc_b, "B", n, dtype_b, tb)
+        chunks = chunks_b if a_regs else np.union1d(bridge.operand_chunks(desc_a, "A", 64, dtype_a, ta), chunks_b)
+        if len(chunks) and (chunks[0] < 0 or chunks[-1] * CHUNK + CHUNK > ex.smem_size):
+            raise IllegalInstruction(f"wgmma operand through descriptor reads shared 0x{int(chunks[-1]) * CHUNK:x}, "
+                                     f"outside the CTA's {ex.smem_size} shared bytes")
+        ident = next(_IDS)
+        group = g.committed
+        if chk.active:
+            chk.wgmma_issue(ident, chunks, g, group, ws, ex.prog.ops[ws.pc])
+        rec = [ident, False, rows]
+        g.uncommitted.append(rec)
+        g.inflight_rows = g.inflight_rows | rows
+        values = ex.values
+
+        def complete():
+            if values:
+                b = W.to_f32(bridge.fetch_operand(ex.smem, desc_b, "B", n, dtype_b, tb), dtype_b)   # (N, 16)
+                if a_regs:
+                    a = W.unpack_a_registers(ex.bits[a_rows, lanes], dtype_a)
+                else:
+                    a = W.to_f32(bridge.fetch_operand(ex.smem, desc_a, "A", 64, dtype_a, ta), dtype_a)  # (64, 16)
+                d = W.unpack_accumulator(ex.bits[d_rows, lanes], n, dtype_d) if scale else None
+                out = W.mma(a, b.T, d, dtype_d=dtype_d, scale_d=bool(scale), scale_a=sa, scale_b=sb)
+                ex.bits[d_rows, lanes] = W.pack_accumulator(out, dtype_d)
+            rec[1] = True
+            return advance_groups(ex, g)
+
+        return Effect(kind=Kind.WGMMA, warp=ws.w, lanes=128, wgmma=info, group=group,
+                      smem_bytes=info.operand_bytes, complete=complete, extra={"desc_a": desc_a, "desc_b": desc_b})
+    return Kind.WGMMA, collective(Kind.WGMMA, body)

@@ -1,0 +1,360 @@
+"""Builders of synchronisation instructions: mbarrier.*, bar.sync, exit, the warpgroup collectives
+(wgmma.fence / commit_group / wait_group, setmaxnreg) and cp.async.bulk commit/wait groups.
+
+Blocking follows EXECUTOR_API.md: a blocked warp gets `ws.block = (key, kind, advance, on_resume)`
+and an Effect with `blocked_on=key`; it is re-issued after the event fires.
+
+Warpgroup rendezvous (`collective`): the first three warps of a warpgroup to reach a collective
+instruction block on ("rdv", wg, seq); the fourth runs the operation once for the warpgroup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.functional.effect import Effect, Kind
+from hopsim.functional.errors import ArrivalCountOutOfRange, IllegalInstruction
+from hopsim.functional.mbarrier import MbarrierState
+from hopsim.functional.program import address_getter, builder, reg_setter, uniform, value_getter
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _lane_list(a, mask) -> list[int]:
+    """The address of each executing lane, in lane order."""
+    n = int(np.count_nonzero(mask))
+    if np.ndim(a) == 0:
+        return [int(a)] * n
+    return [int(x) for x in a[mask]]
+
+
+def _mbar_lane_op(ins, ctx, kind, apply):
+    """Per executing lane: apply(ex, bar, lane_index) -> completed?; fires ('mbar', addr, phase)."""
+    ga = address_getter(ins.addr, ctx)
+    gtx = value_getter(ins.tx_count, "u32", ctx) if hasattr(ins, "tx_count") else None
+    gcnt = value_getter(ins.count, "u32", ctx) if getattr(ins, "count", None) is not None else None
+    st = reg_setter(ins.state, "u64", ctx) if getattr(ins, "state", None) is not None else None
+
+    def fn(ex, ws, mask):
+        addrs = _lane_list(ga(ex, ws), mask)
+        tx = uniform(gtx(ex, ws), mask, "tx-count") if gtx is not None else 0
+        cnt = uniform(gcnt(ex, ws), mask, "arrival count") if gcnt is not None else 1
+        fired = []
+        phase = None
+        for addr in addrs:
+            bar = ex.mbarrier(addr)
+            before = bar.phase
+            if phase is None:
+                phase = before
+            if apply(bar, tx, cnt):
+                fired.append(("mbar", addr, before))
+        if st is not None and addrs:
+            st(ex, ws, np.uint64(phase), mask)
+        return Effect(kind=kind, warp=ws.w, lanes=len(addrs), mbarrier=addrs[0] if addrs else None,
+                      phase=phase, tx_bytes=tx * len(addrs) if gtx is not None else 0, fired=tuple(fired))
+    return kind, fn
+
+
+@builder("MbarrierInit")
+def _init(ins, ctx):
+    ga = address_getter(ins.addr, ctx)
+    gc = value_getter(ins.count, "u32", ctx)
+
+    def fn(ex, ws, mask):
+        addrs = _lane_list(ga(ex, ws), mask)
+        count = uniform(gc(ex, ws), mask, "mbarrier.init count") if addrs else 0
+        for addr in addrs:
+            if addr % 8 or not 0 <= addr <= ex.smem_size - 8:
+                raise IllegalInstruction(f"mbarrier.init at shared 0x{addr:x}: needs an 8-byte aligned object "
+                                         f"inside the {ex.smem_size} shared bytes")
+            ex.mbar[addr] = MbarrierState.init(count, addr)
+            for w in ex.warps:
+                w.last_phase.pop(addr, None)
+        return Effect(kind=Kind.MBAR_INIT, warp=ws.w, lanes=len(addrs), mbarrier=addrs[0] if addrs else None,
+                      phase=0, extra={"count": count})
+    return Kind.MBAR_INIT, fn
+
+
+@builder("MbarrierArrive")
+def _arrive(ins, ctx):
+    return _mbar_lane_op(ins, ctx, Kind.MBAR_ARRIVE, lambda bar, tx, cnt: bar.arrive(cnt))
+
+
+@builder("MbarrierArriveExpectTx")
+def _arrive_tx(ins, ctx):
+    return _mbar_lane_op(ins, ctx, Kind.MBAR_ARRIVE, lambda bar, tx, cnt: bar.arrive_expect_tx(tx))
+
+
+@builder("MbarrierExpectTx")
+def _expect_tx(ins, ctx):
+    return _mbar_lane_op(ins, ctx, Kind.MBAR_EXPECT_TX, lambda bar, tx, cnt: bar.expect_tx(tx))
+
+
+@builder("MbarrierCompleteTx")
+def _complete_tx(ins, ctx):
+    return _mbar_lane_op(ins, ctx, Kind.MBAR_COMPLETE_TX, lambda bar, tx, cnt: bar.complete_tx(tx))
+
+
+@builder("MbarrierInval")
+def _inval(ins, ctx):
+    ga = address_getter(ins.addr, ctx)
+
+    def fn(ex, ws, mask):
+        addrs = _lane_list(ga(ex, ws), mask)
+        for addr in addrs:
+            ex.mbarrier(addr)
+            del ex.mbar[addr]
+        return Effect(kind=Kind.MBAR_INVAL, warp=ws.w, lanes=len(addrs), mbarrier=addrs[0] if addrs else None)
+    return Kind.MBAR_INVAL, fn
+
+
+def _wait_builder(ins, ctx, blocking: bool):
+    ga = address_getter(ins.addr, ctx)
+    gp = value_getter(ins.parity, "u32", ctx)
+    sp = reg_setter(ins.pred, "pred", ctx)
+    kind = Kind.MBAR_WAIT if blocking else Kind.MBAR_TEST
+
+    def fn(ex, ws, mask):
+        if not mask.any():
+            return Effect(kind=kind, warp=ws.w, lanes=0)
+        addr = uniform(ga(ex, ws), mask, "mbarrier address")
+        parity = uniform(gp(ex, ws), mask, "phase parity")
+        bar = ex.mbarrier(addr)
+        if ex.checker.active:
+            ex.checker.wait_phase(ws, addr, parity, bar)
+        ok = bar.test_wait_parity(parity)
+        if ok:
+            ws.last_phase[addr] = bar.phase - 1
+            sp(ex, ws, True, mask)
+            return Effect(kind=kind, warp=ws.w, lanes=ws.nactive, mbarrier=addr, phase=bar.phase - 1)
+        if not blocking:
+            sp(ex, ws, False, mask)
+            return Effect(kind=kind, warp=ws.w, lanes=ws.nactive, mbarrier=addr, phase=bar.phase,
+                          extra={"ready": False})
+        key = ("mbar", addr, bar.phase)
+        ws.block = (key, kind, False, None)
+        return Effect(kind=kind, warp=ws.w, lanes=ws.nactive, mbarrier=addr, phase=bar.phase, blocked_on=key)
+    return kind, fn
+
+
+@builder("MbarrierTryWaitParity")
+def _try_wait(ins, ctx):
+    return _wait_builder(ins, ctx, True)
+
+
+@builder("MbarrierTestWaitParity")
+def _test_wait(ins, ctx):
+    return _wait_builder(ins, ctx, False)
+
+
+# ------------------------------------------------------------------------------------ bar.sync / exit
+@builder("BarSync")
+def _bar_sync(ins, ctx):
+    gb = value_getter(ins.barrier, "u32", ctx)
+    gc = value_getter(ins.count, "u32", ctx) if ins.count is not None else None
+
+    def fn(ex, ws, mask):
+        bid = uniform(gb(ex, ws), ws.active, "barrier id")
+        expected = uniform(gc(ex, ws), ws.active, "barrier count") if gc is not None else None
+        st = ex.bars.setdefault(bid, [0, 0, None])
+        st[0] += 32
+        st[2] = expected
+        key = ("bar", bid, st[1])
+        fired = _release_bar(ex, bid)
+        if fired:
+            return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
+        ws.block = (key, Kind.BAR_SYNC, True, None)
+        return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, blocked_on=key, extra={"barrier": bid})
+    return Kind.BAR_SYNC, fn
+
+
+def _release_bar(ex, bid: int) -> tuple:
+    st = ex.bars[bid]
+    expected = st[2] if st[2] is not None else 32 * sum(1 for w in ex.warps if not w.done)
+    if st[0] and st[0] >= expected:
+        st[0] = 0
+        st[1] += 1
+        return (("bar", bid, st[1] - 1),)
+    return ()
+
+
+def exit_fn(ex, ws, mask):
+    ws.done = True
+    ws.block = None
+    fired = []
+    for bid, st in ex.bars.items():
+        if st[0] and st[2] is None:
+            fired.extend(_release_bar(ex, bid))
+    return Effect(kind=Kind.EXIT, warp=ws.w, lanes=ws.nactive, fired=tuple(fired))
+
+
+@builder("Exit")
+def _exit(ins, ctx):
+    if ins.guard is not None:
+        def fn(ex, ws, mask):
+            n = int(np.count_nonzero(mask))
+            if n == 0:
+                return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
+            if n != ws.nactive:
+                raise IllegalInstruction("a guarded exit taken by only some lanes of a warp is not modelled")
+            return exit_fn(ex, ws, mask)
+        return Kind.EXIT, fn
+    return Kind.EXIT, exit_fn
+
+
+# ------------------------------------------------------------------------------------ warpgroup collectives
+def collective(kind: str, body):
+    """Wrap body(ex, g, ws, mask) -> Effect (run once per warpgroup) in the 4-warp rendezvous."""
+
+    def fn(ex, ws, mask):
+        g = ex.wgs[ws.wg]
+        first = 4 * g.g
+        if first + 4 > ex.num_warps or ws.nactive != 32:
+            raise IllegalInstruction(f"warpgroup-collective instruction in warpgroup {g.g}, which does not have "
+                                     f"4 full warps (CTA has {ex.num_threads} threads)")
+        if g.arrived and g.arrived_index != ws.pc:
+            other = ex.prog.ops[g.arrived_index]
+            raise IllegalInstruction(f"warps of warpgroup {g.g} reached different collective instructions "
+                                     f"(#{ex.prog.ops[ws.pc].index} vs #{other.index} `{other.text}`)")
+        g.arrived.add(ws.w)
+        g.arrived_index = ws.pc
+        if len(g.arrived) < 4:
+            key = ("rdv", g.g, g.seq)
+            ws.block = (key, kind, True, None)
+            return Effect(kind=kind, warp=ws.w, lanes=32, blocked_on=key, warpgroup=g.g)
+        seq = g.seq
+        g.seq += 1
+        g.arrived = set()
+        g.arrived_index = -1
+        eff = body(ex, g, ws, mask)
+        eff.fired = eff.fired + (("rdv", g.g, seq),)
+        eff.warpgroup = g.g
+        if eff.blocked_on is None:
+            ws.pc = ex.prog.ops[ws.pc].next_pc
+        return eff
+    return fn
+
+
+def _block_warpgroup(ex, g, key, kind, on_resume) -> None:
+    for w in range(4 * g.g, 4 * g.g + 4):
+        ex.warps[w].block = (key, kind, True, on_resume)
+
+
+@builder("WgmmaFence")
+def _wgmma_fence(ins, ctx):
+    def body(ex, g, ws, mask):
+        g.fenced = True
+        g.dirty.clear()
+        return Effect(kind=Kind.WGMMA_FENCE, warp=ws.w, lanes=128)
+    return Kind.WGMMA_FENCE, collective(Kind.WGMMA_FENCE, body)
+
+
+def advance_groups(ex, g) -> tuple:
+    """Complete wgmma groups (in order) whose ops have all completed; return the fired keys."""
+    fired = []
+    while g.completed < g.committed and all(rec[1] for rec in g.groups[g.completed]):
+        g.completed += 1
+        fired.append(("wgmma", g.g, g.completed - 1))
+    return tuple(fired)
+
+
+def retire_groups(ex, g, upto: int) -> None:
+    """Groups < upto are covered by a wait_group that returned: release their smem and registers."""
+    if upto <= g.retired:
+        return
+    for gi in range(g.retired, upto):
+        for rec in g.groups[gi]:
+            ex.checker.wgmma_retire(rec[0])
+    g.retired = upto
+    rows: set[int] = set()
+    for gi in range(g.retired, g.committed):
+        for rec in g.groups[gi]:
+            rows |= rec[2]
+    for rec in g.uncommitted:
+        rows |= rec[2]
+    g.inflight_rows = rows
+
+
+@builder("WgmmaCommitGroup")
+def _wgmma_commit(ins, ctx):
+    def body(ex, g, ws, mask):
+        group = g.committed
+        g.groups.append(g.uncommitted)
+        g.uncommitted = []
+        g.committed += 1
+        fired = advance_groups(ex, g)
+        return Effect(kind=Kind.WGMMA_COMMIT, warp=ws.w, lanes=128, group=group, fired=fired)
+    return Kind.WGMMA_COMMIT, collective(Kind.WGMMA_COMMIT, body)
+
+
+@builder("WgmmaWaitGroup")
+def _wgmma_wait(ins, ctx):
+    n = int(ins.n)
+
+    def body(ex, g, ws, mask):
+        need = g.committed - n          # groups [0, need) must be complete
+        if need <= 0 or g.completed >= need:
+            retire_groups(ex, g, max(need, 0))
+            return Effect(kind=Kind.WGMMA_WAIT, warp=ws.w, lanes=128, group=need - 1 if need > 0 else None)
+        key = ("wgmma", g.g, need - 1)
+        _block_warpgroup(ex, g, key, Kind.WGMMA_WAIT, lambda: retire_groups(ex, g, need))
+        return Effect(kind=Kind.WGMMA_WAIT, warp=ws.w, lanes=128, group=need - 1, blocked_on=key)
+    return Kind.WGMMA_WAIT, collective(Kind.WGMMA_WAIT, body)
+
+
+@builder("Setmaxnreg")
+def _setmaxnreg(ins, ctx):
+    count, action = int(ins.count), ins.action
+
+    def body(ex, g, ws, mask):
+        return Effect(kind=Kind.SETMAXNREG, warp=ws.w, lanes=128, extra={"count": count, "action": action})
+    return Kind.SETMAXNREG, collective(Kind.SETMAXNREG, body)
+
+
+# ------------------------------------------------------------------------------------ bulk-async groups
+def bulk_state(ex, w: int) -> dict:
+    st = ex.bulk.get(w)
+    if st is None:
+        st = ex.bulk[w] = {"uncommitted": [], "groups": [], "committed": 0, "completed": 0}
+    return st
+
+
+def advance_bulk(ex, w: int) -> tuple:
+    st = bulk_state(ex, w)
+    fired = []
+    while st["completed"] < st["committed"] and all(rec[1] for rec in st["groups"][st["completed"]]):
+        st["completed"] += 1
+        fired.append(("bulk", w, st["completed"] - 1))
+    return tuple(fired)
+
+
+@builder("CpAsyncBulkCommitGroup")
+def _bulk_commit(ins, ctx):
+    def fn(ex, ws, mask):
+        st = bulk_state(ex, ws.w)
+        group = st["committed"]
+        st["groups"].append(st["uncommitted"])
+        st["uncommitted"] = []
+        st["committed"] += 1
+        return Effect(kind=Kind.BULK_COMMIT, warp=ws.w, lanes=int(np.count_nonzero(mask)), group=group,
+                      fired=advance_bulk(ex, ws.w))
+    return Kind.BULK_COMMIT, fn
+
+
+@builder("CpAsyncBulkWaitGroup")
+def _bulk_wait(ins, ctx):
+    n = int(ins.n)
+    read = bool(ins.read)
+
+    def fn(ex, ws, mask):
+        st = bulk_state(ex, ws.w)
+        need = st["committed"] - n
+        if need <= 0 or st["completed"] >= need:
+            return Effect(kind=Kind.BULK_WAIT, warp=ws.w, lanes=ws.nactive, extra={"read": read})
+        key = ("bulk", ws.w, need - 1)
+        ws.block = (key, Kind.BULK_WAIT, True, None)
+        return Effect(kind=Kind.BULK_WAIT, warp=ws.w, lanes=ws.nactive, group=need - 1, blocked_on=key,
+                      extra={"read": read})
+    return Kind.BULK_WAIT, fn
+
+
+__all__ = ["exit_fn", "collective", "advance_groups", "retire_groups", "ArrivalCountOutOfRange"]

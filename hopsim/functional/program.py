@@ -1,0 +1,292 @@
+"""Compile a Kernel once into per-instruction closures (`Op`s) that the executor calls.
+
+    Kernel.body:  [LabelDef LOOP, mov, add, setp, @p bra LOOP, exit]
+    Program.ops:  [Op(mov), Op(add), Op(setp), Op(bra -> pc 0), Op(exit)]     (labels removed,
+                   pc = position in ops; Op.index = position in Kernel.body for messages)
+
+Each `Op.fn(ex, ws, mask)` executes the instruction for warp `ws` of executor `ex`, for the lanes in
+`mask` (active and guard true). ALU ops return None (fall through) or the new pc (branch); every
+other op returns an `Effect`. Register names, symbol offsets, types and converters are resolved
+here, so nothing is decoded at issue time. The op builders live in `ops_*.py` modules, registered
+by instruction class name in `BUILDERS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from hopsim.functional.effect import Kind
+from hopsim.functional.errors import IllegalInstruction
+from hopsim.functional.regs import TYPES, RegLayout
+
+BUILDERS: dict[str, Callable] = {}
+"""Instruction class name -> builder(ins, ctx) -> (kind, fn)."""
+
+
+def builder(*names: str):
+    def deco(f):
+        for n in names:
+            BUILDERS[n] = f
+        return f
+    return deco
+
+
+@dataclass(slots=True)
+class Op:
+    """One compiled instruction."""
+
+    index: int
+    instr: object
+    kind: str
+    fn: Callable
+    next_pc: int
+    guard_row: int | None
+    guard_neg: bool
+    rows: frozenset
+    rows_written: frozenset
+    collective: bool
+    text: str
+
+
+@dataclass
+class Program:
+    """A compiled Kernel: ops, register layout, shared layout, the labels' pcs."""
+
+    kernel: object
+    ops: list
+    layout: RegLayout
+    shared: dict
+    static_smem: int
+    params: dict
+    labels: dict
+    wgmma_rows: frozenset = field(default_factory=frozenset)
+
+
+class Ctx:
+    """What builders need while compiling: register rows, symbols, label pcs."""
+
+    def __init__(self, kernel, layout: RegLayout, shared: dict, params: dict, label_pc: dict):
+        self.kernel = kernel
+        self.layout = layout
+        self.shared = shared
+        self.params = params
+        self.label_pc = label_pc
+        self.wgmma_rows: set[int] = set()
+
+    def row(self, reg) -> int:
+        try:
+            return self.layout.row(reg.name)
+        except KeyError:
+            raise IllegalInstruction(f"register {reg.name} is not declared") from None
+
+    def rows(self, regs) -> list[int]:
+        return [self.row(r) for r in regs]
+
+
+# ---------------------------------------------------------------------------------- converters
+def reader(t: str):
+    """bits(uint64 array) -> values of type t."""
+    dt, w = TYPES[t]
+    if w == 1:
+        return lambda b: b != 0
+    if w == 64:
+        if dt == np.uint64:
+            return lambda b: b
+        return lambda b: b.view(dt)
+    u = {8: np.uint8, 16: np.uint16, 32: np.uint32}[w]
+    if dt == u:
+        return lambda b: b.astype(u)
+    return lambda b: b.astype(u).view(dt)
+
+
+def writer(t: str):
+    """values of type t -> uint64 bits."""
+    dt, w = TYPES[t]
+    if w == 1:
+        return lambda v: (np.asarray(v) != 0).astype(np.uint64)
+    u = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[w]
+
+    def conv(v):
+        v = np.asarray(v)
+        if v.dtype != dt:
+            if dt.kind in "ui" and v.dtype.kind in "ui":
+                v = v.astype(u if dt.kind == "u" else dt)
+            elif dt.kind in "ui" and v.dtype.kind == "b":
+                v = v.astype(dt)
+            else:
+                v = v.astype(dt)
+        if w == 64:
+            return np.ascontiguousarray(v).view(np.uint64)
+        return np.ascontiguousarray(v).view(u).astype(np.uint64)
+    return conv
+
+
+def imm_value(value, t: str):
+    """A Python immediate as a numpy scalar of type t (ints wrap to the width)."""
+    dt, w = TYPES[t]
+    if w == 1:
+        return np.bool_(bool(value))
+    if dt.kind == "f":
+        return dt.type(value)
+    if isinstance(value, float):
+        value = int(value)
+    mask = (1 << w) - 1
+    u = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[w]
+    return np.array(value & mask, dtype=u).view(dt)[()] if dt != u else u(value & mask)
+
+
+def compile_kernel(kernel) -> Program:
+    """Compile (cached on the kernel object's id while it lives)."""
+    hit = _CACHE.get(id(kernel))
+    if hit is not None and hit[0] is kernel:
+        return hit[1]
+    prog = _compile(kernel)
+    _CACHE[id(kernel)] = (kernel, prog)
+    return prog
+
+
+_CACHE: dict[int, tuple] = {}
+
+
+def _compile(kernel) -> Program:
+    from hopsim.functional import ops_alu, ops_mem, ops_sync, ops_async  # noqa: F401  (register builders)
+
+    layout = RegLayout.from_decls(kernel.regs)
+    shared = dict(kernel.shared_layout())
+    static = int(kernel.static_smem_bytes)
+    params = {p.name: p.type for p in kernel.params}
+    body = list(kernel.body)
+    # dense pcs
+    pcs: list[int] = []
+    label_pc: dict[str, int] = {}
+    pending_labels: list[str] = []
+    for i, item in enumerate(body):
+        if type(item).__name__ == "LabelDef":
+            pending_labels.append(item.name)
+            continue
+        for name in pending_labels:
+            label_pc[name] = len(pcs)
+        pending_labels.clear()
+        pcs.append(i)
+    end_pc = len(pcs)
+    for name in pending_labels:
+        label_pc[name] = end_pc
+    ctx = Ctx(kernel, layout, shared, params, label_pc)
+    ops: list[Op] = []
+    for pc, i in enumerate(pcs):
+        ins = body[i]
+        ops.append(_compile_one(ins, i, pc, ctx))
+    ops.append(_implicit_exit(len(body), end_pc))
+    return Program(kernel=kernel, ops=ops, layout=layout, shared=shared, static_smem=static,
+                   params=params, labels=label_pc, wgmma_rows=frozenset(ctx.wgmma_rows))
+
+
+def _text(ins) -> str:
+    try:
+        return ins.text()
+    except Exception:  # pragma: no cover
+        return type(ins).__name__
+
+
+def _compile_one(ins, index: int, pc: int, ctx: Ctx) -> Op:
+    name = type(ins).__name__
+    b = BUILDERS.get(name)
+    if b is None:
+        raise IllegalInstruction(f"the functional machine does not implement {name}", index=index, text=_text(ins))
+    try:
+        kind, fn = b(ins, ctx)
+    except IllegalInstruction as e:
+        raise e.located(index=index, text=_text(ins))
+    guard = getattr(ins, "guard", None)
+    grow = ctx.row(guard.pred) if guard is not None else None
+    try:
+        reads = frozenset(ctx.row(r) for r in ins.reads())
+        writes = frozenset(ctx.row(r) for r in ins.writes())
+    except Exception:
+        reads, writes = frozenset(), frozenset()
+    return Op(index=index, instr=ins, kind=kind, fn=fn, next_pc=pc + 1, guard_row=grow,
+              guard_neg=bool(guard.negate) if guard is not None else False,
+              rows=reads | writes, rows_written=writes, collective=kind in Kind.COLLECTIVE, text=_text(ins))
+
+
+def _implicit_exit(index: int, pc: int) -> Op:
+    from hopsim.functional.ops_sync import exit_fn
+    return Op(index=index, instr=None, kind=Kind.EXIT, fn=exit_fn, next_pc=pc, guard_row=None, guard_neg=False,
+              rows=frozenset(), rows_written=frozenset(), collective=False, text="exit (end of kernel)")
+
+
+# ---------------------------------------------------------------------------------- operand access
+def value_getter(opnd, t: str, ctx: Ctx):
+    """A function (ex, ws) -> values of type t (numpy array over the warp's lanes, or a scalar)."""
+    cls = type(opnd).__name__
+    if cls == "Reg":
+        row = ctx.row(opnd)
+        rd = reader(t)
+        return lambda ex, ws: rd(ex.bits[row, ws.lanes])
+    if cls == "Imm":
+        v = imm_value(opnd.value, t)
+        return lambda ex, ws: v
+    if cls == "SReg":
+        name = opnd.name
+        dt = TYPES[t][0]
+        return lambda ex, ws: ws.sreg[name].astype(dt)
+    if cls == "Sym":
+        return sym_getter(opnd.name, t, ctx)
+    raise IllegalInstruction(f"operand {opnd} cannot be read as a {t} value")
+
+
+def sym_getter(name: str, t: str, ctx: Ctx):
+    dt = TYPES[t][0]
+    if name in ctx.shared:
+        v = dt.type(ctx.shared[name])
+        return lambda ex, ws: v
+    if name in ctx.params:
+        return lambda ex, ws: dt.type(ex.param(name))
+    raise IllegalInstruction(f"symbol {name} is neither a .shared buffer nor a .param")
+
+
+def reg_setter(reg, t: str, ctx: Ctx):
+    """A function (ex, ws, values, mask) writing register `reg` as type t where mask is true."""
+    row = ctx.row(reg)
+    wr = writer(t)
+
+    def set_(ex, ws, vals, mask):
+        b = wr(vals)
+        dst = ex.bits[row, ws.lanes]
+        if mask is ws.active and ws.nactive == 32:
+            dst[...] = b
+        else:
+            np.copyto(dst, np.broadcast_to(b, dst.shape), where=mask)
+    return set_
+
+
+def address_getter(mem, ctx: Ctx):
+    """(ex, ws) -> int64 byte addresses per lane (or a Python int when the base is a symbol)."""
+    base, off = mem.base, int(mem.offset)
+    if type(base).__name__ == "Sym":
+        name = base.name
+        if name in ctx.shared:
+            a = int(ctx.shared[name]) + off
+            return lambda ex, ws: a
+        if name in ctx.params:
+            return lambda ex, ws: int(ex.param(name)) + off
+        raise IllegalInstruction(f"symbol {name} is neither a .shared buffer nor a .param")
+    row = ctx.row(base)
+    if off:
+        return lambda ex, ws: ex.bits[row, ws.lanes].astype(np.int64) + off
+    return lambda ex, ws: ex.bits[row, ws.lanes].astype(np.int64)
+
+
+def uniform(x, mask, what: str) -> int:
+    """The single value x takes over the lanes in mask (scalars pass); IllegalInstruction if not."""
+    if np.ndim(x) == 0:
+        return int(x)
+    v = x[mask]
+    if len(v) == 0:
+        return int(x[0])
+    if np.any(v != v[0]):
+        raise IllegalInstruction(f"{what} differs between lanes ({sorted(set(v.tolist()))[:4]}...): must be warp-uniform")
+    return int(v[0])

@@ -1,0 +1,98 @@
+"""The functional runner: a whole kernel launch in zero time, with LAZY async completion.
+
+    for each CTA (in linear order):
+        repeat:
+            round-robin over the warps: each issues until it blocks, exits, or spins
+            (a failed mbarrier.test_wait counts as blocked for the round)
+            nobody progressed?  -> complete the OLDEST pending async op (TMA / wgmma / bulk store)
+            nothing pending?    -> Deadlock naming every waiting warp, instruction, barrier, phase
+
+Async data lands as late as any schedule allows, so a kernel that reads a stage before waiting on
+its mbarrier phase reads stale bytes (and the race checks name it). Async ops left pending when
+every warp has exited are completed at the end (a TMA store that was never waited still lands).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from hopsim.functional.effect import Kind
+from hopsim.functional.executor import CTAExecutor, Launch
+from hopsim.functional.gmem import GlobalMemory
+
+SPIN_LIMIT = 1_000_000
+"""Instructions one warp may run in one round before the runner calls it a livelock."""
+
+
+@dataclass
+class RunStats:
+    """Counts of one functional run."""
+
+    ctas: int = 0
+    instructions: int = 0
+    issues: int = 0
+    async_ops: int = 0
+    by_kind: Counter = field(default_factory=Counter)
+    wall_s: float = 0.0
+
+    @property
+    def instructions_per_s(self) -> float:
+        return self.instructions / self.wall_s if self.wall_s else 0.0
+
+
+def run_kernel(kernel, launch: Launch, gmem: GlobalMemory, *, values: bool = True, checks: bool = True,
+               check_phases: bool = True, batch: int = 64, ctas=None) -> RunStats:
+    """Run `kernel` over `launch` on `gmem` (results are in gmem's buffers). `ctas`: optional
+    iterable of linear CTA indices (default all)."""
+    stats = RunStats()
+    t0 = time.perf_counter()
+    for c in (range(launch.num_ctas) if ctas is None else ctas):
+        ex = CTAExecutor(kernel, launch, gmem, c, values=values, checks=checks, check_phases=check_phases)
+        run_cta(ex, stats, batch=batch)
+    stats.wall_s = time.perf_counter() - t0
+    return stats
+
+
+def run_cta(ex: CTAExecutor, stats: RunStats | None = None, *, batch: int = 64) -> RunStats:
+    """Run one CTA to completion (see module docstring)."""
+    stats = stats if stats is not None else RunStats()
+    pending: deque = deque()
+    warps = ex.warps
+    while True:
+        progressed = False
+        for ws in warps:
+            steps = 0
+            while not ws.done:
+                b = ws.block
+                if b is not None and not ex.is_ready(b[0]):
+                    break
+                eff = ex.issue(ws.w, batch)
+                stats.issues += 1
+                stats.instructions += eff.count
+                stats.by_kind[eff.kind] += eff.count
+                if eff.complete is not None:
+                    pending.append(eff)
+                    stats.async_ops += 1
+                if eff.blocked_on is not None:
+                    break
+                if eff.kind == Kind.MBAR_TEST and eff.extra.get("ready") is False:
+                    break  # a failed test_wait: the warp is polling; let the others (and async ops) move
+                if eff.kind != Kind.ALU or eff.resumed:
+                    progressed = True
+                steps += eff.count
+                if steps > SPIN_LIMIT:
+                    raise ex.deadlock_error(f"warp {ws.w} ran {SPIN_LIMIT} instructions without blocking (livelock?)")
+        if ex.all_done:
+            while pending:
+                pending.popleft().complete()
+            break
+        if progressed:
+            continue
+        if pending:
+            pending.popleft().complete()
+            continue
+        raise ex.deadlock_error()
+    stats.ctas += 1
+    return stats
