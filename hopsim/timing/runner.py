@@ -114,12 +114,13 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     if memo and occ.ctas_per_sm != 1:
         plan = None  # memo needs one CTA per SM (co-resident CTAs share the SM's units)
     memo_table: dict = {}
+    in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
     stats = {"memo_hits": 0, "detailed_ctas": 0}
 
     def run_cta(sm_id, slot, cta):
         sm = sms.get(sm_id)
         if sm is None:
-            link = SmLink(gpu, memory.residency, num_sms, sm_id, trace=trace, jitter=jitter) if partitioned else memory
+            link = SmLink(gpu, memory.residency, min(num_sms, num_ctas), sm_id, trace=trace, jitter=jitter) if partitioned else memory
             sm = sms[sm_id] = SM(gpu, sm_id, link, trace=trace, jitter=jitter)
         hits = key = tiles = None
         if plan is not None:
@@ -128,7 +129,20 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                     for w, row in enumerate(tiles) for i, (h, co, nb) in enumerate(row)}
             key = tuple(hits.values())
         start = env.now
-        idle = memo and memo_mod.sm_idle(sm, start)
+        idle = memo and plan is not None and memo_mod.sm_idle(sm, start)
+        if idle and key not in memo_table and key in in_flight:
+            # an identical CTA is being simulated in detail since t0: it ends at t0 + d; this one
+            # at start + d. Wait for it, then for the difference of start times.
+            t0, done = in_flight[key]
+            yield done
+            if start > t0:
+                yield env.timeout(start - t0)
+            dur, delta, warp_stats = memo_table[key]
+            memo_mod.add_counters(sm, delta)
+            stats["memo_hits"] += 1
+            agg.add_stats(warp_stats)
+            sm.ctas_run += 1
+            return
         if idle and key in memo_table:
             dur, delta, warp_stats = memo_table[key]
             memo_mod.add_counters(sm, delta)
@@ -140,6 +154,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             sm.ctas_run += 1
             return
         before = memo_mod.sm_counters(sm) if idle else None
+        if idle:
+            in_flight[key] = (start, env.event())
         ex = executor_factory(cta)
         run = CtaRun(env, sm, ex, consts, trace=trace, wavefronts=wavefronts, hits=hits)
         live.add(run)
@@ -153,6 +169,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                               "simulate with memory='shared'")
         if idle:
             memo_table[key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before), run.stats)
+            in_flight.pop(key)[1].succeed()
         sm.ctas_run += 1
         agg.add(run, sm_id, slot, tr)
 
