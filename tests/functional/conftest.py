@@ -1,0 +1,9 @@
+"""Fixtures of the functional-layer tests."""
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)

@@ -1,0 +1,323 @@
+"""The executor: instruction semantics equal numpy, Effects describe what happened, blocking and
+events follow docs/dev/EXECUTOR_API.md."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hopsim.functional.effect import Kind
+from hopsim.functional.executor import CTAExecutor, Launch
+from hopsim.functional.gmem import GlobalMemory
+
+from _func_helpers import kernel, run
+
+HEAD = """
+.kernel t
+.param .u64 X, Y, OUT
+.shared .align 1024 .b8 smem[8192]
+.reg .u32 %r<16>
+.reg .s32 %s<4>
+.reg .u64 %rd<8>
+.reg .f32 %f<8>
+.reg .pred %p<4>
+    mov.u32 %r0, %tid.x;
+    cvt.u64.u32 %rd0, %r0;
+    shl.b64 %rd0, %rd0, 2;
+    ld.param.u64 %rd1, [X];
+    add.u64 %rd1, %rd1, %rd0;
+    ld.param.u64 %rd2, [Y];
+    add.u64 %rd2, %rd2, %rd0;
+    ld.param.u64 %rd3, [OUT];
+    add.u64 %rd3, %rd3, %rd0;
+    ld.global.u32 %r1, [%rd1];
+    ld.global.u32 %r2, [%rd2];
+"""
+
+
+def _alu(body: str, x, y, dtype=np.uint32):
+    g = GlobalMemory()
+    ax, ay = g.alloc("X", x), g.alloc("Y", y)
+    ao = g.alloc("OUT", 4 * len(x))
+    run(HEAD + body + "\n    st.global.u32 [%rd3], %r3;\n    exit;\n", block=len(x), gmem=g,
+        params={"X": ax, "Y": ay, "OUT": ao})
+    return g.view("OUT", dtype)
+
+
+U = np.uint32
+
+
+@pytest.fixture
+def xy(rng):
+    x = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(U)
+    y = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(U)
+    y[:4] = [0, 1, 31, 32]
+    return x, y
+
+
+@pytest.mark.parametrize("op,ref", [
+    ("add.u32 %r3, %r1, %r2;", lambda x, y: x + y),
+    ("sub.u32 %r3, %r1, %r2;", lambda x, y: x - y),
+    ("mul.lo.u32 %r3, %r1, %r2;", lambda x, y: x * y),
+    ("mul.hi.u32 %r3, %r1, %r2;", lambda x, y: ((x.astype(np.uint64) * y) >> 32).astype(U)),
+    ("mad.lo.u32 %r3, %r1, %r2, %r1;", lambda x, y: x * y + x),
+    ("and.b32 %r3, %r1, %r2;", lambda x, y: x & y),
+    ("or.b32 %r3, %r1, %r2;", lambda x, y: x | y),
+    ("xor.b32 %r3, %r1, %r2;", lambda x, y: x ^ y),
+    ("min.u32 %r3, %r1, %r2;", np.minimum),
+    ("max.s32 %r3, %r1, %r2;", lambda x, y: np.maximum(x.view(np.int32), y.view(np.int32)).view(U)),
+    ("and.b32 %r4, %r2, 63;\n    shl.b32 %r3, %r1, %r4;",
+     lambda x, y: np.where((y & 63) >= 32, 0, x.astype(np.uint64) << (y & 63) % 64).astype(U)),
+    ("and.b32 %r4, %r2, 63;\n    shr.u32 %r3, %r1, %r4;", lambda x, y: np.where((y & 63) >= 32, 0, x >> ((y & 63) % 32)).astype(U)),
+    ("and.b32 %r4, %r2, 63;\n    shr.s32 %r3, %r1, %r4;",
+     lambda x, y: (x.view(np.int32).astype(np.int64) >> np.minimum(y & 63, 63)).astype(np.int32).view(U)),
+    ("setp.lo.u32 %p0, %r1, %r2;\n    selp.u32 %r3, 7, 9, %p0;", lambda x, y: np.where(x < y, 7, 9).astype(U)),
+    ("setp.lt.s32 %p0, %r1, %r2;\n    selp.u32 %r3, 7, 9, %p0;",
+     lambda x, y: np.where(x.view(np.int32) < y.view(np.int32), 7, 9).astype(U)),
+    ("not.b32 %r3, %r1;", lambda x, y: ~x),
+])
+def test_integer_alu_equals_numpy(op, ref, xy):
+    x, y = xy
+    got = _alu(op, x, y)
+    assert np.array_equal(got, ref(x, y).astype(U))
+
+
+def test_float_alu_equals_numpy(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    y = rng.standard_normal(64).astype(np.float32)
+    body = """
+    mov.b32 %f1, %r1;
+    mov.b32 %f2, %r2;
+    mul.f32 %f3, %f1, %f2;
+    add.f32 %f3, %f3, %f1;
+    mov.b32 %r3, %f3;"""
+    got = _alu(body, x.view(U), y.view(U), np.float32)
+    assert np.array_equal(got, (x * y + x).astype(np.float32))
+
+
+def test_mul_wide_and_cvt(xy):
+    x, y = xy
+    body = """
+    mul.wide.u32 %rd4, %r1, %r2;
+    shr.u64 %rd4, %rd4, 16;
+    cvt.u32.u64 %r3, %rd4;"""
+    got = _alu(body, x, y)
+    assert np.array_equal(got, ((x.astype(np.uint64) * y) >> 16).astype(U))
+
+
+def test_cvt_f16x2_packs_and_rounds(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    y = rng.standard_normal(64).astype(np.float32)
+    body = """
+    mov.b32 %f1, %r1;
+    mov.b32 %f2, %r2;
+    cvt.rn.f16x2.f32 %r3, %f1, %f2;"""
+    got = _alu(body, x.view(U), y.view(U))
+    lo = (got & 0xFFFF).astype(np.uint16).view(np.float16)
+    hi = (got >> 16).astype(np.uint16).view(np.float16)
+    assert np.array_equal(hi, x.astype(np.float16)) and np.array_equal(lo, y.astype(np.float16))
+
+
+def test_guard_masks_lanes(xy):
+    x, y = xy
+    body = """
+    mov.u32 %r3, 5;
+    setp.lt.u32 %p1, %r0, 10;
+@%p1 mov.u32 %r3, %r0;"""
+    got = _alu(body, x, y)
+    assert np.array_equal(got, np.where(np.arange(64) < 10, np.arange(64), 5))
+
+
+def test_elect_sync_elects_lowest_member(xy):
+    x, y = xy
+    body = """
+    elect.sync %r4|%p1, 0xfffffff0;
+    selp.u32 %r3, 1, 0, %p1;
+    add.u32 %r3, %r3, %r4;"""
+    got = _alu(body, x, y)
+    exp = np.where(np.arange(64) % 32 == 4, 1, 0) + 4
+    assert np.array_equal(got, exp)
+
+
+def test_shared_roundtrip_vectors_and_effect():
+    src = """
+.kernel t
+.param .u64 OUT
+.shared .align 16 .b8 smem[4096]
+.reg .u32 %r<8>
+.reg .u64 %rd<4>
+    mov.u32 %r0, %tid.x;
+    shl.b32 %r1, %r0, 4;
+    add.u32 %r2, %r0, 100;
+    add.u32 %r3, %r0, 200;
+    add.u32 %r4, %r0, 300;
+    st.shared.v4.u32 [%r1], {%r0, %r2, %r3, %r4};
+    ld.shared.v2.u32 {%r5, %r6}, [%r1+8];
+    ld.param.u64 %rd0, [OUT];
+    cvt.u64.u32 %rd1, %r0;
+    shl.b64 %rd1, %rd1, 3;
+    add.u64 %rd0, %rd0, %rd1;
+    st.global.v2.u32 [%rd0], {%r5, %r6};
+    exit;
+"""
+    g = GlobalMemory()
+    a = g.alloc("OUT", 32 * 8)
+    k = kernel(src)
+    ex = CTAExecutor(k, Launch(block=32, params={"OUT": a}), g)
+    effs = []
+    while not ex.warp_done(0):
+        effs.append(ex.issue(0, batch=64))
+    st = next(e for e in effs if e.kind == Kind.ST_SHARED)
+    assert st.smem_access_bytes == 16 and st.lanes == 32 and st.smem_bytes == 512
+    assert np.array_equal(st.smem_addrs, 16 * np.arange(32))
+    ld = next(e for e in effs if e.kind == Kind.LD_SHARED)
+    assert np.array_equal(ld.smem_addrs, 16 * np.arange(32) + 8) and ld.smem_access_bytes == 8
+    sg = next(e for e in effs if e.kind == Kind.ST_GLOBAL)
+    assert sg.gmem_bytes == 256 and sg.gmem_ranges == ((a, 256),)
+    out = g.view("OUT", np.uint32).reshape(32, 2)
+    assert np.array_equal(out[:, 0], np.arange(32) + 200) and np.array_equal(out[:, 1], np.arange(32) + 300)
+
+
+def _ldmatrix_kernel(trans: bool, num: int = 4):
+    t = ".trans" if trans else ""
+    regs = ", ".join(f"%r{8 + j}" for j in range(num))
+    return f"""
+.kernel t
+.param .u64 IN, OUT
+.shared .align 1024 .b8 smem[2048]
+.reg .u32 %r<16>
+.reg .u64 %rd<4>
+    mov.u32 %r0, %tid.x;
+    ld.param.u64 %rd0, [IN];
+    cvt.u64.u32 %rd1, %r0;
+    shl.b64 %rd1, %rd1, 4;
+    add.u64 %rd0, %rd0, %rd1;
+    ld.global.v4.u32 {{%r1, %r2, %r3, %r4}}, [%rd0];
+    shl.b32 %r5, %r0, 4;
+    st.shared.v4.u32 [%r5], {{%r1, %r2, %r3, %r4}};
+    ldmatrix.sync.aligned.m8n8.x{num}{t}.shared.b16 {{{regs}}}, [%r5];
+    ld.param.u64 %rd2, [OUT];
+    mul.wide.u32 %rd3, %r0, {4 * num};
+    add.u64 %rd2, %rd2, %rd3;
+    st.global.v{num}.u32 [%rd2], {{{regs}}};
+    exit;
+"""
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_ldmatrix_fragment_law(trans, rng):
+    """Thread t, register j holds M_j[t/4][2(t%4)], M_j[t/4][2(t%4)+1] (of M_j^T with .trans),
+    where lane 8j+r gave the address of row r of matrix j."""
+    m = rng.integers(0, 2**16, (4, 8, 8), dtype=np.uint64).astype(np.uint16)  # 32 rows of 16 B
+    g = GlobalMemory()
+    a_in = g.alloc("IN", m)
+    a_out = g.alloc("OUT", 32 * 16)
+    run(_ldmatrix_kernel(trans), block=32, gmem=g, params={"IN": a_in, "OUT": a_out})
+    out = g.view("OUT", np.uint32).reshape(32, 4)
+    for j in range(4):
+        mj = m[j].T if trans else m[j]
+        for t in range(32):
+            r, c = t // 4, 2 * (t % 4)
+            assert out[t, j] == int(mj[r, c]) | (int(mj[r, c + 1]) << 16)
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_stmatrix_inverts_ldmatrix(trans, rng):
+    m = rng.integers(0, 2**16, (4, 8, 8), dtype=np.uint64).astype(np.uint16)
+    t = ".trans" if trans else ""
+    src = _ldmatrix_kernel(trans).replace(
+        "    ld.param.u64 %rd2, [OUT];",
+        f"    add.u32 %r6, %r5, 1024;\n    stmatrix.sync.aligned.m8n8.x4{t}.shared.b16 [%r6], {{%r8, %r9, %r10, %r11}};\n"
+        "    ld.shared.v4.u32 {%r8, %r9, %r10, %r11}, [%r6];\n    ld.param.u64 %rd2, [OUT];")
+    g = GlobalMemory()
+    a_in = g.alloc("IN", m)
+    a_out = g.alloc("OUT", 32 * 16)
+    run(src, block=32, gmem=g, params={"IN": a_in, "OUT": a_out})
+    assert np.array_equal(g.view("OUT", np.uint16).reshape(4, 8, 8), m)
+
+
+MBAR = """
+.kernel t
+.param .u64 OUT
+.shared .align 8 .b8 smem[64]
+.reg .u32 %r<8>
+.reg .u64 %rd<4>
+.reg .pred %p<4>
+    mov.u32 %r0, %tid.x;
+    shr.u32 %r1, %r0, 5;
+    setp.eq.u32 %p0, %r0, 0;
+@%p0 mbarrier.init.shared::cta.b64 [smem], 1;
+    bar.sync 0;
+    setp.eq.u32 %p1, %r1, 1;
+@%p1 bra PRODUCER;
+WAIT:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [smem], 0;
+@!%p2 bra WAIT;
+    ld.shared.u32 %r2, [smem+16];
+    ld.param.u64 %rd0, [OUT];
+    st.global.u32 [%rd0], %r2;
+    exit;
+PRODUCER:
+    mov.u32 %r3, 42;
+    st.shared.u32 [smem+16], %r3;
+    elect.sync _|%p3, 0xffffffff;
+@%p3 mbarrier.arrive.shared::cta.b64 _, [smem];
+    exit;
+"""
+
+
+def test_try_wait_blocks_on_phase_event_and_resumes():
+    g = GlobalMemory()
+    a = g.alloc("OUT", 4)
+    k = kernel(MBAR)
+    ex = CTAExecutor(k, Launch(block=64, params={"OUT": a}), g)
+    # warp 0 runs to its try_wait
+    while True:
+        e = ex.issue(0, batch=8)
+        if e.kind == Kind.BAR_SYNC:
+            assert e.blocked_on == ("bar", 0, 0)
+            break
+    e1 = ex.issue(1, batch=8)
+    while e1.kind != Kind.BAR_SYNC:
+        e1 = ex.issue(1, batch=8)
+    assert e1.blocked_on is None and ("bar", 0, 0) in e1.fired
+    assert ex.is_ready(("bar", 0, 0))
+    e = ex.issue(0, batch=8)
+    while e.kind != Kind.MBAR_WAIT:
+        e = ex.issue(0, batch=8)
+    assert e.blocked_on == ("mbar", 0, 0) and e.mbarrier == 0 and e.phase == 0
+    assert ex.issue(0).blocked_on == ("mbar", 0, 0)  # still blocked: nothing re-executed
+    fired = ()
+    while not ex.warp_done(1):
+        e = ex.issue(1, batch=8)
+        if e.kind == Kind.MBAR_ARRIVE:
+            assert e.lanes == 1 and e.phase == 0
+            fired = e.fired
+    assert fired == (("mbar", 0, 0),)
+    e = ex.issue(0)
+    assert e.kind == Kind.MBAR_WAIT and e.resumed and e.blocked_on is None
+    while not ex.warp_done(0):
+        ex.issue(0, batch=8)
+    assert g.view("OUT", np.uint32)[0] == 42
+
+
+def test_runner_runs_producer_consumer():
+    g = GlobalMemory()
+    a = g.alloc("OUT", 4)
+    _, st = run(MBAR, block=64, gmem=g, params={"OUT": a})
+    assert g.view("OUT", np.uint32)[0] == 42
+    assert st.by_kind[Kind.MBAR_WAIT] >= 1
+
+
+def test_values_false_gives_identical_effects():
+    def trace(values):
+        g = GlobalMemory()
+        a = g.alloc("OUT", 4)
+        ex = CTAExecutor(kernel(MBAR), Launch(block=64, params={"OUT": a}), g, values=values)
+        out = []
+        for w in (0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0):
+            if not ex.warp_done(w):
+                e = ex.issue(w, batch=4)
+                out.append((e.kind, e.warp, e.index, e.count, e.blocked_on, e.fired, e.mbarrier, e.phase))
+        return out
+    assert trace(True) == trace(False)
