@@ -1,0 +1,109 @@
+"""Speed of the timed simulator itself (wall seconds on one core; not a test).
+
+    python benchmarks/bench_sim.py [--json] [--only NAME]
+
+Cases (a GEMM with 128x128 CTA tiles, 64-wide k-blocks, 4 stages, warp-specialised: one
+producer warp issuing 2 TMA boxes per k-block, two consumer warpgroups issuing 4 wgmma
+m64n128k16 each per k-block):
+
+  mainloop_k4096   one CTA, K = 4096 (64 k-blocks)                          target < 0.5 s
+  gemm_4096        4096^3 on 132 SMs: 32x32 = 1024 CTAs, 8 waves            target < 10 s
+  gemm_8192        8192^3: 64x64 = 4096 CTAs, 32 waves                      target < 60 s
+
+Source of the instruction stream:
+  "ir"        the IR GEMM of kernels/ through the functional executor (when kernels provides
+              `kernels.gemm_ir.build(GemmParams)` and the layouts modules exist), timing-only;
+  "scripted"  tests/timing/scripted.py's executor stand-in with the same per-k-block effects
+              (measures the timing engine alone, without the executor's own cost).
+Large grids use memory="partitioned", memo=True (hopsim/timing/memo.py). Peak RSS is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from types import SimpleNamespace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from hopsim.config import load_gpu  # noqa: E402
+from hopsim.functional.executor import Launch  # noqa: E402
+from hopsim.timing.runner import simulate  # noqa: E402
+from tests.timing.scripted import ScriptedExecutor, scripted_wavefronts  # noqa: E402
+
+BM = BN = 128
+BK = 64
+STAGES = 4
+TILE_BYTES = BM * BK * 2  # one 128x64 f16 box per operand per k-block
+
+
+def gemm_scripts(cta: int, gx: int, kblocks: int):
+    """Per-warp effect scripts of one CTA (warp 0 producer; warps 4 and 8 lead the consumer WGs)."""
+    bx, by = cta % gx, cta // gx
+    prod, cons0, cons1 = [], [], []
+    for k in range(kblocks):
+        s, ph = k % STAGES, k // STAGES
+        full, empty = ("mbar", 8 * s, ph), ("mbar", 8 * (STAGES + s), ph - 1)
+        if k >= STAGES:
+            prod.append(("wait", empty))
+        prod += [("alu", 3), ("tma", TILE_BYTES, ("A", (k * BK, by * BM)), full, 2),
+                 ("tma", TILE_BYTES, ("B", (k * BK, bx * BN)), full, 2), ("alu", 4)]
+        for wg, cons in ((1, cons0), (2, cons1)):
+            cons += [("wait", full)] + [("wgmma", BN, ("wgmma", wg, k), 4)] * 4 + [
+                ("wait", ("wgmma", wg, k)), ("arrive", ("mbar", 8 * (STAGES + s), ph), 2), ("alu", 4)]
+    idle = [("exit",)]
+    return [prod + [("exit",)], idle, idle, idle, cons0 + [("exit",)], idle, idle, idle,
+            cons1 + [("exit",)], idle, idle, idle]
+
+
+def run_case(m: int, n: int, k: int, *, memo: bool):
+    gx, gy = n // BN, m // BM
+    kernel = SimpleNamespace(name=f"gemm_{m}x{n}x{k}", static_smem_bytes=STAGES * 2 * TILE_BYTES + 1024, regs=())
+    launch = Launch(grid=(gx, gy, 1), block=(384, 1, 1))
+    kw = dict(memory="partitioned", memo=True) if memo else {}
+    t0 = time.perf_counter()
+    r = simulate(kernel, launch, load_gpu(), values=False, regs_per_thread=168, bank_model=scripted_wavefronts,
+                 executor_factory=lambda c: ScriptedExecutor(gemm_scripts(c, gx, k // BK), c),
+                 flop_count=2 * m * n * k, **kw)
+    return time.perf_counter() - t0, r
+
+
+CASES = {
+    "mainloop_k4096": (lambda: run_case(128, 128, 4096, memo=False), 0.5),
+    "gemm_4096": (lambda: run_case(4096, 4096, 4096, memo=True), 10.0),
+    "gemm_8192": (lambda: run_case(8192, 8192, 8192, memo=True), 60.0),
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", choices=sorted(CASES))
+    args = ap.parse_args(argv)
+    rows = []
+    for name, (fn, target) in CASES.items():
+        if args.only and name != args.only:
+            continue
+        wall, r = fn()
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rows.append({"case": name, "source": "scripted", "wall_s": round(wall, 3), "target_s": target,
+                     "ok": wall < target, "sim_cycles": r.cycles, "sim_tflops": round(r.tflops, 1),
+                     "ctas": r.ctas, "waves": r.waves, "detailed_ctas": r.extra.get("detailed_ctas"),
+                     "memo_hits": r.extra.get("memo_hits"), "peak_rss_mb": round(rss_mb)})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for row in rows:
+            print(f"{row['case']:16s} {row['wall_s']:7.2f} s (target {row['target_s']} s, {'ok' if row['ok'] else 'SLOW'}) "
+                  f"sim {row['sim_cycles']} cycles, {row['sim_tflops']} TFLOP/s, {row['ctas']} CTAs, {row['waves']} waves, "
+                  f"detailed {row['detailed_ctas']}, memo hits {row['memo_hits']}, peak RSS {row['peak_rss_mb']} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
