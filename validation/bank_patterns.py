@@ -224,10 +224,59 @@ def _epilogue_patterns() -> list[dict]:
     return out
 
 
-def patterns(max_tier: int = 1) -> list[dict]:
+def _probe_patterns() -> list[dict]:
+    """Second H100 run: tell apart readings of the 64/128-bit load merge seen in the first run.
+
+    Quad = lanes 4k..4k+3. A .v2/.v4 load's groups (half-/quarter-warps) merge in pairs when every
+    quad needs at most two units; these probe: per-half vs whole-warp merging (.v4), cost per unit
+    vs per 2-unit block, aligned vs unaligned blocks, (n, n^3) pairs, random quads.
+    """
+    out = []
+    for t, w in (("v2.b32", 8), ("v4.b32", 16)):
+        op = f"ld.shared.{t}"
+        tag = f"ld{w * 8}"
+
+        def quads(f, active=None):
+            return _lanes(lambda l: f(l // 4, l % 4) * w, active)
+        out.append(_p(f"{tag}_q_abba_pitch128", op, quads(lambda k, i: (128 // w) * (i in (1, 2))), 2))
+        out.append(_p(f"{tag}_q_abba_in_block", op, quads(lambda k, i: 2 * k + (i in (1, 2))), 2))
+        out.append(_p(f"{tag}_q_unaligned_block", op, quads(lambda k, i: 2 * k + 1 + (i % 2)), 2))
+        out.append(_p(f"{tag}_q_uniform_two_rows", op, quads(lambda k, i: 0 if k % 4 < 2 else 2 * (128 // w) + 1), 2))
+        out.append(_p(f"{tag}_q_uniform_lo_hi_slot", op, quads(lambda k, i: (k % 2) + (k // 2) * (256 // w)), 2))
+        out.append(_p(f"{tag}_q7_breaks_merge", op, quads(lambda k, i: 2 * k + (i // 2) if k < 7 else 2 * k + i), 2))
+        out.append(_p(f"{tag}_q0_breaks_merge", op, quads(lambda k, i: 2 * k + (i // 2) if k > 0 else i), 2))
+        out.append(_p(f"{tag}_half0_pairs_half1_stride1", op,
+                      _lanes(lambda l: ((l // 2) if l < 16 else 32 + l) * w), 2))
+        out.append(_p(f"{tag}_half0_stride1_half1_pairs", op,
+                      _lanes(lambda l: (l if l < 16 else 32 + (l // 2)) * w), 2))
+        out.append(_p(f"{tag}_q_three_lanes_two_units", op, quads(lambda k, i: 2 * k + (i == 2), lambda l: l % 4 != 3), 2))
+        out.append(_p(f"{tag}_q_two_units_far_pitch256", op, quads(lambda k, i: k + (i % 2) * (256 // w)), 2))
+        rng = random.Random(4242 + w)
+        for r in range(4):  # quads inside one aligned 2-unit block, some lanes off
+            blocks = [rng.randrange(0, 2048 // (2 * w)) for _ in range(8)]
+            out.append(_p(f"{tag}_rand_q_in_block_{r}", op,
+                          [(2 * blocks[l // 4] + rng.randrange(2)) * w if rng.random() < 0.85 else None
+                           for l in range(32)], 2))
+        for r in range(4):  # quads using two arbitrary units
+            pairs = [(rng.randrange(0, 2048 // w), rng.randrange(0, 2048 // w)) for _ in range(8)]
+            out.append(_p(f"{tag}_rand_q_two_units_{r}", op,
+                          [pairs[l // 4][rng.randrange(2)] * w for l in range(32)], 2))
+    # more random addresses for every op (new seeds)
+    for op in [f"{k}.shared.{t}" for k in ("ld", "st") for t in LDST_WIDTH] + MATRIX_OPS:
+        w = LDST_WIDTH.get(op.split("shared.")[-1], 16)
+        rng = random.Random(sum(map(ord, op)))
+        for r in range(3):
+            span = (512, 2048, SMEM_BYTES)[r]
+            out.append(_p(f"{op.replace('.', '_')}_rand{r}_span{span}", op,
+                          [rng.randrange(0, span // w) * w if (op.startswith(("ldm", "stm")) or rng.random() < 0.9)
+                           else None for _ in range(32)], 2))
+    return out
+
+
+def patterns(max_tier: int = 2) -> list[dict]:
     """All patterns up to `max_tier`, tier 0 first (stable order), names unique."""
     allp = (_ldst_patterns() + _ldst_swizzle_patterns() + _matrix_patterns() + _pair_uniform_patterns()
-            + _epilogue_patterns())
+            + _epilogue_patterns() + _probe_patterns())
     names = [p["name"] for p in allp]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, dup

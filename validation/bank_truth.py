@@ -210,7 +210,7 @@ def summarise(p: dict, row: dict, metrics: list[str]) -> dict:
     }
 
 
-def run(out: pathlib.Path, budget_s: float, max_tier: int, first_chunk: int) -> int:
+def run(out: pathlib.Path, budget_s: float, max_tier: int, first_chunk: int, name: str = "h100_ncu") -> int:
     t0 = time.time()
     sys.path.insert(0, str(REPO))
     from validation import bank_patterns  # noqa: PLC0415
@@ -299,7 +299,7 @@ def run(out: pathlib.Path, budget_s: float, max_tier: int, first_chunk: int) -> 
             "chunks": log,
             "n_patterns_total": len(pats),
         }
-        path = write_record("bank_conflicts", "h100_ncu", payload, prov, out_dir=out)
+        write_record("bank_conflicts", name, payload, prov, out_dir=out)
     print(f"[bank_truth] measured {len(results)}/{len(pats)} patterns in {time.time() - t0:.0f}s -> {out}",
           flush=True)
     bad = [r["name"] for r in results if not r["one_instruction"]]
@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="compile, profile under ncu, write the record")
     r.add_argument("--out", required=True)
     r.add_argument("--budget-s", type=float, default=float(os.environ.get("BANK_TRUTH_BUDGET_S", 250)))
-    r.add_argument("--max-tier", type=int, default=1)
+    r.add_argument("--max-tier", type=int, default=2)
+    r.add_argument("--name", default="h100_ncu", help="record name: DIR/bank_conflicts__NAME.json")
     r.add_argument("--first-chunk", type=int, default=40)
     c = sub.add_parser("child", help="launch one warp per pattern (run under ncu)")
     c.add_argument("--cubin", required=True)
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("file")
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        return run(pathlib.Path(a.out), a.budget_s, a.max_tier, a.first_chunk)
+        return run(pathlib.Path(a.out), a.budget_s, a.max_tier, a.first_chunk, a.name)
     if a.cmd == "child":
         return child(a.cubin, a.patterns, a.manifest)
     print(json.dumps(parse_ncu_csv(pathlib.Path(a.file).read_text()), indent=1))

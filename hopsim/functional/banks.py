@@ -1,0 +1,245 @@
+"""Shared-memory bank model: wavefronts and bank conflicts of one warp instruction (H100, sm_90).
+
+Counts what Nsight Compute reports for one warp executing the instruction once:
+`smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{ld,st,ldsm,stsm}.sum` (wavefronts) and
+`l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum` (bank conflicts). Checked against the H100
+record validation/records/h100/bank_conflicts__h100_ncu.json (tests/validation/test_bank_truth.py).
+
+Banks: 32 banks x 4 B; bank(addr) = (addr >> 2) & 31. A W-byte access (W = 4, 8, 16; sub-word
+accesses count as their 32-bit word) covers W/4 consecutive banks, a "slot" of the 128-B bank row:
+
+    byte address  a = | ... row ... | slot (log2(128/W) bits) | byte in unit (log2 W bits) |
+    unit  = a // W          (two lanes with the same unit share data: broadcast / multicast)
+    slot  = unit % (128/W)  (units in the same slot but different rows conflict)
+
+Rule (per op, from hopper-facts §3.3/3.4 and the H100 measurements):
+
+    lanes -> groups ("phases"):   8/16/32-bit: the whole warp  (32 lanes)
+                                  64-bit     : half-warps      (lanes 0-15, 16-31)
+                                  128-bit    : quarter-warps   (lanes 0-7, 8-15, ...)
+                                  ldmatrix/stmatrix .xN: one group per 8x8 matrix
+                                                 (lanes 8j..8j+7 give its 8 16-B rows; lanes
+                                                  >= 8N are ignored)
+    cost(group) = max over slots of #distinct units of the group's active lanes in that slot
+    wavefronts  = sum over groups with an active lane of cost(group)
+    bank_conflicts = wavefronts - (number of groups with an active lane)
+
+Everything is numpy: `wavefronts_batch` counts millions of warp accesses per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from isa.errors import InputError
+
+SMEM_BYTES = 232448  # 227 KB: largest dynamic shared memory of one CTA on the H100
+NUM_BANKS = 32
+BANK_BYTES = 4
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """How one op touches the banks: access unit, lanes per conflict group, lanes that matter."""
+
+    name: str
+    cls: str  # "ld" | "st" | "ldsm" | "stsm": which Nsight wavefront counter it feeds
+    width: int  # bytes per lane as the instruction reads/writes it (ldmatrix/stmatrix rows: 16)
+    unit: int  # bytes of one bank-conflict unit (sub-word widths use the 32-bit word)
+    group: int  # lanes per conflict group
+    lanes: int  # lanes whose address is used (ldmatrix .x1 -> 8, .x2 -> 16, else 32)
+
+    @property
+    def slots(self) -> int:
+        return 128 // self.unit
+
+
+def _make_ops() -> dict[str, OpSpec]:
+    ops: dict[str, OpSpec] = {}
+    for kind in ("ld", "st"):
+        for t, w in (("u8", 1), ("u16", 2), ("b32", 4), ("v2.b32", 8), ("v4.b32", 16)):
+            unit = max(w, 4)
+            ops[f"{kind}.shared.{t}"] = OpSpec(f"{kind}.shared.{t}", kind, w, unit, 32 * 4 // unit, 32)
+    for kind, cls in (("ldmatrix", "ldsm"), ("stmatrix", "stsm")):
+        for n in (1, 2, 4):
+            for tr in ("", ".trans"):
+                name = f"{kind}.x{n}{tr}"
+                ops[name] = OpSpec(name, cls, 16, 16, 8, 8 * n)
+    return ops
+
+
+OPS: dict[str, OpSpec] = _make_ops()
+
+
+@dataclass(frozen=True)
+class BankResult:
+    """Wavefronts and Nsight's bank-conflict count of one warp instruction."""
+
+    wavefronts: int
+    bank_conflicts: int
+    ideal_wavefronts: int
+
+
+# --------------------------------------------------------------------------------------- validation
+def op_spec(op: str, where: str | None = None) -> OpSpec:
+    try:
+        return OPS[op]
+    except (KeyError, TypeError):
+        raise InputError("op", op, "one of " + ", ".join(OPS), where=where) from None
+
+
+def _check_batch(spec: OpSpec, a: np.ndarray, where: str | None, row_names: Sequence[str] | None = None) -> None:
+    """Raise InputError for the first misaligned / out-of-range address (inactive = -1)."""
+    used = a[:, : spec.lanes]
+    act = used != -1
+    bad_range = act & ((used < 0) | (used >= SMEM_BYTES))
+    bad_align = act & ~bad_range & (used % spec.width != 0)
+    for bad, allowed in ((bad_range, f"a byte address in 0..{SMEM_BYTES - 1} or null (inactive lane)"),
+                         (bad_align, f"a multiple of {spec.width} (the access width of {spec.name})")):
+        if bad.any():
+            r, lane = map(int, np.argwhere(bad)[0])
+            w = row_names[r] if row_names is not None else where
+            raise InputError(f"addrs[{lane}]", int(used[r, lane]), allowed, where=w)
+    if spec.cls in ("ldsm", "stsm") and not act.all():
+        r, lane = map(int, np.argwhere(~act)[0])
+        w = row_names[r] if row_names is not None else where
+        raise InputError(f"addrs[{lane}]", None,
+                         f"{spec.name} is .sync.aligned: lanes 0..{spec.lanes - 1} must all give a row address",
+                         where=w)
+
+
+def to_lane_array(addrs: Sequence[int | None], op: str | OpSpec, where: str | None = None) -> np.ndarray:
+    """32 addresses (None = inactive) -> int64 (32,) with -1 for inactive; validates length/types."""
+    spec = op if isinstance(op, OpSpec) else op_spec(op, where)
+    if isinstance(addrs, (str, bytes)) or not isinstance(addrs, Iterable):
+        raise InputError("addrs", addrs, "a list of 32 byte addresses (null for an inactive lane)", where=where)
+    addrs = list(addrs)
+    if len(addrs) != 32:
+        raise InputError("addrs", f"<{len(addrs)} addresses>", "exactly 32 addresses, one per lane", where=where)
+    out = np.empty(32, dtype=np.int64)
+    for i, x in enumerate(addrs):
+        if x is None or i >= spec.lanes:
+            out[i] = -1
+        elif isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            raise InputError(f"addrs[{i}]", x, "an integer byte address or null", where=where)
+        else:
+            out[i] = int(x) if 0 <= int(x) < 2**62 else -2
+            if out[i] == -2:
+                raise InputError(f"addrs[{i}]", x, f"a byte address in 0..{SMEM_BYTES - 1} or null (inactive lane)",
+                                 where=where)
+    return out
+
+
+# --------------------------------------------------------------------------------------- the model
+def _group_costs(unit: np.ndarray, slots: int, lanes: int) -> np.ndarray:
+    """(n, L) units (-1 inactive) -> (n, L // lanes) cost: max over slots of distinct units."""
+    n, L = unit.shape
+    ng = L // lanes
+    u = np.sort(unit.reshape(n * ng, lanes), axis=1)
+    first = np.empty(u.shape, dtype=bool)
+    first[:, 0] = u[:, 0] >= 0
+    first[:, 1:] = (u[:, 1:] != u[:, :-1]) & (u[:, 1:] >= 0)
+    key = (np.arange(n * ng, dtype=np.int64)[:, None] * slots + (u % slots)).ravel()
+    counts = np.bincount(key, weights=first.ravel(), minlength=n * ng * slots).reshape(n * ng, slots)
+    return counts.max(axis=1).astype(np.int64).reshape(n, ng)
+
+
+def _quad_flags(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per quad of lanes (4k..4k+3), for 64/128-bit loads:
+
+    in_block: the active lanes' units lie in one aligned block of 2 units (16 B for .v2, 32 B for .v4)
+    two_units: the active lanes use at most 2 distinct units
+    (a quad without active lanes satisfies both)."""
+    n = unit.shape[0]
+    q = unit.reshape(n, 8, 4)
+    act = q >= 0
+    blk = q >> 1
+    big = np.int64(1) << 40
+    bmin = np.where(act, blk, big).min(axis=2)
+    bmax = np.where(act, blk, -1).max(axis=2)
+    in_block = (bmin == bmax) | ~act.any(axis=2)
+    s = np.sort(q, axis=2)
+    new = np.empty(s.shape, dtype=bool)
+    new[..., 0] = s[..., 0] >= 0
+    new[..., 1:] = (s[..., 1:] != s[..., :-1]) & (s[..., 1:] >= 0)
+    two_units = new.sum(axis=2) <= 2
+    return in_block, two_units
+
+
+def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(wavefronts, hardware wavefronts, hardware groups) for a validated (n, 32) batch.
+
+    Wavefronts follow the SASS counter; bank conflicts are hardware wavefronts - hardware groups.
+    They differ only for 64/128-bit loads whose quads use two units that are not one aligned block.
+    """
+    n = a.shape[0]
+    a = a[:, : spec.lanes]
+    act = a >= 0
+    unit = np.where(act, a // spec.unit, -1).astype(np.int64)
+    g = spec.group
+    base = _group_costs(unit, spec.slots, g)  # (n, ng)
+    if not (spec.cls == "ld" and spec.width >= 8):
+        wf = base.sum(axis=1)
+        groups = (base > 0).sum(axis=1)
+        return wf, wf, groups
+    # 64/128-bit loads: two neighbouring groups merge into one of 2g lanes when every quad of
+    # lanes needs at most half its bytes (see module docstring).
+    merged = _group_costs(unit, spec.slots, 2 * g)  # (n, ng/2)
+    pair_sum = base.reshape(n, -1, 2).sum(axis=2)
+    pair_groups = (base > 0).reshape(n, -1, 2).sum(axis=2)
+    in_block, two_units = _quad_flags(unit)
+    qpg = 2 * g // 4  # quads per merged group
+    ok_sass = in_block.reshape(n, -1, qpg).all(axis=2)
+    ok_hw = two_units.reshape(n, -1, qpg).all(axis=2)
+    m_groups = (merged > 0).astype(np.int64)
+    wf = np.where(ok_sass, merged, pair_sum).sum(axis=1)
+    hw = np.where(ok_hw, merged, pair_sum).sum(axis=1)
+    groups = np.where(ok_hw, m_groups, pair_groups).sum(axis=1)
+    return wf, hw, groups
+
+
+def wavefronts_batch(op: str, addrs, *, validate: bool = True, chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """Wavefronts and bank conflicts of `n` warp accesses of one op.
+
+    addrs: int array (n, 32) of byte addresses, -1 for an inactive lane (lanes >= 8N of
+    ldmatrix/stmatrix .xN are ignored). Returns (wavefronts, bank_conflicts), int64 arrays (n,).
+    """
+    spec = op_spec(op)
+    a = np.asarray(addrs)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] != 32:
+        raise InputError("addrs", f"<array of shape {a.shape}>", "an int array of shape (n, 32)")
+    if not np.issubdtype(a.dtype, np.integer):
+        raise InputError("addrs", f"<array of dtype {a.dtype}>", "an integer array (-1 = inactive lane)")
+    a = a.astype(np.int64, copy=False)
+    if spec.lanes < 32:
+        a = a.copy()
+        a[:, spec.lanes:] = -1
+    if validate:
+        _check_batch(spec, a, None)
+    n = a.shape[0]
+    wf = np.empty(n, dtype=np.int64)
+    cf = np.empty(n, dtype=np.int64)
+    for i in range(0, n, chunk):
+        w, hw, groups = _count(spec, a[i:i + chunk])
+        wf[i:i + chunk] = w
+        cf[i:i + chunk] = hw - groups
+    return wf, cf
+
+
+def wavefronts(op: str, addrs: Sequence[int | None], *, where: str | None = None) -> BankResult:
+    """Wavefronts and bank conflicts of one warp instruction (addrs: 32 byte addresses, None = inactive)."""
+    spec = op_spec(op, where)
+    a = to_lane_array(addrs, spec, where)[None, :]
+    _check_batch(spec, a, where)
+    w, hw, groups = _count(spec, a)
+    return BankResult(int(w[0]), int(hw[0] - groups[0]), int(groups[0]))
+
+
+def bank_of(addr: int) -> int:
+    """Bank of a byte address: (addr >> 2) & 31."""
+    return (int(addr) >> 2) & (NUM_BANKS - 1)
