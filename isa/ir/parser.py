@@ -296,8 +296,9 @@ class _Parser:
             guard = Guard(Reg(pt.text), neg)
         head = self.peek()
         if head.kind != "word":
-            raise self.err(head, f"expected an instruction, got {head.text!r}" if head.kind != "eof"
-                           else "expected an instruction, got end of file")
+            if head.kind == "eof":
+                raise self.err(start, "expected an instruction, got end of file")
+            raise self.err(head, f"expected an instruction, got {head.text!r}")
         self.next()
         ops: list[POp] = []
         if self.tok.kind in ("nl", "eof"):
@@ -405,9 +406,8 @@ class _Parser:
                 v = self.simple_operand(t)
                 if self.peek().text == "..":
                     self.next()
-                    e = self.peek()
                     end = self.simple_operand(self.next())
-                    items.extend(_expand(v, end, e, self))
+                    items.extend(_expand(v, end, t, self))
                 elif pending_ellipsis:
                     if not items:
                         raise self.err(t, "'...' needs a register before it")
