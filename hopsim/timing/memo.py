@@ -8,7 +8,8 @@ coordinates (a GEMM: every CTA runs the same loop on other tiles) and whose hit 
 therefore take the same cycles. The memo key is the hit vector; the value is the CTA's duration
 and its counter deltas. tests/timing/test_memo.py checks memo=True == memo=False (same mode).
 
-The tile keys of every CTA (needed at dispatch for its hit vector) come from a `TilePlan`:
+The tile keys of every CTA (needed at dispatch for its hit vector) come from a `TilePlan`
+(affine in %ctaid, or else translated per tensor map, see the class):
 sample CTAs (0, +x, +y, +z, the last, a middle one) run functionally in zero time (timing-only
 executor), their TMA-load tile keys `(tensor map, coords)` are recorded per warp, and each
 coordinate must be affine in `%ctaid`: coords(c) = coords(0) + dx*cx + dy*cy + dz*cz. The rule is
@@ -24,11 +25,12 @@ from collections import deque
 from hopsim.functional.effect import Kind
 
 
-def capture_tiles(ex) -> list[list]:
-    """Run one CTA executor to completion in zero time; return its TMA-load tile keys per warp.
+def capture_tiles(ex, stop=None) -> list[list]:
+    """Run one CTA executor in zero time; return its TMA-load (tile key, bytes) per warp.
 
     Scheduling as the functional runner does it: round-robin over warps, each issues until it
-    blocks; when all are blocked the oldest pending async op completes.
+    blocks; when all are blocked the oldest pending async op completes. `stop(tiles)` -> True
+    ends the run early (partial capture).
     """
     tiles: list[list] = [[] for _ in range(ex.num_warps)]
     pending: deque = deque()
@@ -43,6 +45,8 @@ def capture_tiles(ex) -> list[list]:
                 progressed = True
                 if eff.kind == Kind.TMA_LOAD:
                     tiles[w].append((eff.tile_key, eff.gmem_bytes))
+                    if stop is not None and stop(tiles):
+                        return tiles
                 if eff.complete is not None:
                     pending.append(eff)
                 if eff.kind == Kind.EXIT:
@@ -67,14 +71,45 @@ def _split(item):
 
 
 class TilePlan:
-    """Affine prediction of each CTA's TMA tile keys from sample CTAs (see module docstring)."""
+    """Prediction of each CTA's TMA tile keys from sample CTAs (see module docstring).
 
-    def __init__(self, base: list[list], deltas: list, coords_of):
+    mode "affine":    coords(c) = coords(0) + dx*cx + dy*cy + dz*cz, per tile.
+    mode "translate": (a CTA -> tile mapping that is not affine in %ctaid, e.g. a grouped raster)
+                      every tile of tensor map h issued by warp w is CTA 0's tile translated by
+                      one offset per (w, h); the offsets of CTA c come from a *partial* zero-time
+                      run of c up to its first TMA load of each (w, h).
+    """
+
+    def __init__(self, base: list[list], deltas: list, coords_of, mode: str = "affine", make_executor=None):
         self.base = base  # per warp: [(handle, coords, nbytes)]
         self.deltas = deltas  # per axis: per warp: [coord delta tuples]
         self.coords_of = coords_of
+        self.mode = mode
+        self.make_executor = make_executor
+        self.first = {}  # (w, handle) -> CTA 0's first coords
+        for w, row in enumerate(base):
+            for h, co, _ in row:
+                self.first.setdefault((w, h), co)
+
+    def _offsets(self, cta: int) -> dict:
+        need = set(self.first)
+
+        def stop(tiles):
+            return all(any(k[0] == h for k, _ in tiles[w]) for w, h in need)
+
+        got = capture_tiles(self.make_executor(cta), stop)
+        off = {}
+        for w, row in enumerate(got):
+            for k, _ in row:
+                if (w, k[0]) in self.first and (w, k[0]) not in off:
+                    off[(w, k[0])] = tuple(a - b for a, b in zip(k[1], self.first[(w, k[0])]))
+        return off
 
     def tiles(self, cta: int) -> list[list]:
+        if self.mode == "translate":
+            off = self._offsets(cta) if cta else {}
+            return [[(h, tuple(a + b for a, b in zip(co, off.get((w, h), (0,) * len(co)))), nb)
+                     for h, co, nb in row] for w, row in enumerate(self.base)]
         c = self.coords_of(cta)
         out = []
         for w, keys in enumerate(self.base):
@@ -111,6 +146,18 @@ class TilePlan:
         base = keys(0)
         if base is None or not any(base):
             return None
+        n = launch.num_ctas
+        checks = sorted({n - 1, n // 2 + 1 if n > 2 else n - 1})
+        plan = cls._affine(base, grid, linear, keys, coords_of)
+        if plan is not None and all(keys(c) == plan.tiles(c) for c in checks):
+            return plan
+        plan = cls(base, [None, None, None], coords_of, "translate", make_executor)
+        if all(keys(c) == plan.tiles(c) for c in sorted({1, *checks}) if c < n):
+            return plan
+        return None
+
+    @classmethod
+    def _affine(cls, base, grid, linear, keys, coords_of):
         deltas = []
         for ax in range(3):
             if grid[ax] < 2:
@@ -123,13 +170,7 @@ class TilePlan:
             if d is None:
                 return None
             deltas.append(d)
-        plan = cls(base, deltas, coords_of)
-        n = launch.num_ctas
-        for cta in {n - 1, n // 2 + 1 if n > 2 else n - 1}:
-            got = keys(cta)
-            if got is None or got != plan.tiles(cta):
-                return None
-        return plan
+        return cls(base, deltas, coords_of)
 
 
 def _delta(base, other):

@@ -166,6 +166,8 @@ class CtaRun:
             now = env.now
             key = eff.blocked_on
             if key is not None:
+                if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
+                    self._fire(eff.fired)
                 yield self._event(key)
                 what = WAIT_NAME.get(key[0], key[0])
                 st.add_wait(what, env.now - now)

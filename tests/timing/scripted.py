@@ -8,6 +8,7 @@ Script: per warp a list of ops
     ("wgmma", n, key, need)         one m64nNk16 wgmma; `key` fires after `need` completions
     ("arrive", key, need)           `key` fires after `need` arrivals
     ("wait", key)                   block until `key` fired
+    ("fire_wait", k1, k2)           fire k1 and block on k2 in the same issue
     ("lds", wavefronts, ideal)      ld.shared costing that many wavefronts
     ("exit",)
 """
@@ -54,6 +55,16 @@ class ScriptedExecutor:
             else:
                 self.left[w] = left
             return Effect(kind=Kind.ALU, warp=w, count=n)
+        if k == "fire_wait":  # like the 4th warp of a collective wait_group: release others, then block
+            _, fire, wait = op
+            fired = ()
+            if fire not in self.fired_keys:
+                self.fired_keys.add(fire)
+                fired = (fire,)
+            if wait not in self.fired_keys:
+                return Effect(kind=Kind.WGMMA_WAIT, warp=w, count=0, blocked_on=wait, fired=fired)
+            self.pc[w] += 1
+            return Effect(kind=Kind.WGMMA_WAIT, warp=w, fired=fired)
         if k == "wait":
             if op[1] not in self.fired_keys:
                 return Effect(kind=Kind.MBAR_WAIT, warp=w, count=0, blocked_on=op[1])

@@ -137,3 +137,10 @@ def test_result_json_and_trace():
     xs = [e for e in ev if e["ph"] == "X"]
     assert xs and all(e["dur"] >= 0 for e in xs)
     assert any("TMA" in e["name"] or e["name"] == "load" for e in xs)
+
+
+def test_an_issue_that_fires_and_blocks_wakes_the_others():
+    rdv, grp = ("rdv", 0, 0), ("wgmma", 0, 0)
+    scripts = [[("fire_wait", rdv, grp), ("exit",)], [("wait", rdv), ("arrive", grp, 1), ("exit",)]]
+    res, _ = run(lambda c: scripts)  # would raise Deadlock if the fired key were dropped
+    assert res.cycles > LAUNCH

@@ -33,11 +33,11 @@ def gemm_scripts(c, gx, kblocks=6, stages=2):
     return [prod + [("exit",)], [("exit",)], [("exit",)], [("exit",)], cons + [("exit",)]]
 
 
-def _sim(gx, gy, **kw):
+def _sim(gx, gy, perm=None, **kw):
     kernel = SimpleNamespace(name="scripted_gemm", static_smem_bytes=150 * 1024, regs=())  # 1 CTA/SM
     launch = Launch(grid=(gx, gy, 1), block=(160, 1, 1))
     return simulate(kernel, launch, SMALL, values=False, bank_model=scripted_wavefronts, regs_per_thread=64,
-                    executor_factory=lambda c: ScriptedExecutor(gemm_scripts(c, gx), c), **kw)
+                    executor_factory=lambda c: ScriptedExecutor(gemm_scripts(perm[c] if perm else c, gx), c), **kw)
 
 
 def test_tile_plan_predicts_every_cta():
@@ -50,11 +50,24 @@ def test_tile_plan_predicts_every_cta():
         assert [[(h, co, nb) for (h, co), nb in row] for row in got] == plan.tiles(c)
 
 
-def test_non_affine_tiles_give_no_plan():
+def test_non_affine_raster_gets_a_translation_plan():
+    gx, gy = 4, 3
+    perm = [5, 0, 2, 1, 11, 3, 4, 7, 6, 9, 8, 10]  # a permuted raster order is not affine in ctaid
+    launch = Launch(grid=(gx, gy, 1), block=(160, 1, 1))
+    make = lambda c: ScriptedExecutor(gemm_scripts(perm[c], gx), c)  # noqa: E731
+    plan = TilePlan.build(launch, make)
+    assert plan is not None and plan.mode == "translate"
+    for c in range(gx * gy):
+        got = capture_tiles(make(c))
+        assert [[(h, co, nb) for (h, co), nb in row] for row in got] == plan.tiles(c)
+
+
+def test_tiles_that_are_not_a_translation_give_no_plan():
     gx = 4
-    perm = [3, 0, 2, 1]  # a permuted raster order is not affine in ctaid
-    launch = Launch(grid=(gx, 1, 1), block=(160, 1, 1))
-    plan = TilePlan.build(launch, lambda c: ScriptedExecutor(gemm_scripts(perm[c], gx), c))
+
+    def scripts(c):  # CTA c loads c+1 k-blocks: not the same stream
+        return gemm_scripts(c, gx, kblocks=2 + c)
+    plan = TilePlan.build(Launch(grid=(gx, 1, 1), block=(160, 1, 1)), lambda c: ScriptedExecutor(scripts(c), c))
     assert plan is None
 
 
@@ -69,6 +82,15 @@ def test_memo_equals_full_simulation(gx, gy):
         assert getattr(fast, f) == getattr(full, f), f
     assert fast.roles == full.roles
     assert fast.busy == pytest.approx(full.busy)
+
+
+def test_memo_equals_full_simulation_with_permuted_raster():
+    gx, gy = 4, 6
+    perm = [(c * 7) % (gx * gy) for c in range(gx * gy)]  # 7 is coprime with 24: a permutation
+    full = _sim(gx, gy, perm, memory="partitioned", memo=False)
+    fast = _sim(gx, gy, perm, memory="partitioned", memo=True)
+    assert fast.extra["memo_hits"] > 0
+    assert fast.cycles == full.cycles and fast.bytes_hbm == full.bytes_hbm and fast.roles == full.roles
 
 
 def test_memo_refused_outside_its_conditions():
