@@ -79,7 +79,7 @@ class Launch:
 class WarpState:
     """Per-warp control state."""
 
-    __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "block", "wg", "sreg", "last_phase")
+    __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase")
 
     def __init__(self, w: int, num_threads: int, sregs: dict):
         self.w = w
@@ -89,6 +89,7 @@ class WarpState:
         tid = np.arange(w * WARP, (w + 1) * WARP)
         self.active = tid < num_threads
         self.nactive = int(self.active.sum())
+        self.full = self.nactive == WARP
         self.block: tuple | None = None   # (key, kind, advance_on_resume)
         self.wg = w // 4
         self.sreg = sregs
@@ -233,9 +234,10 @@ class CTAExecutor:
             if op.kind == Kind.ALU:
                 n = 0
                 first = op
+                check = self.checker.active
                 while True:
-                    mask = self._mask(op, ws)
-                    if self.checker.active:
+                    mask = ws.active if op.guard_row is None else self._mask(op, ws)
+                    if check and op.check_regs:
                         self.checker.before(op, ws)
                     target = op.fn(self, ws, mask)
                     n += 1
@@ -246,8 +248,8 @@ class CTAExecutor:
                 self.issued += n
                 return Effect(kind=Kind.ALU, warp=w, index=first.index, instr=first.instr, count=n,
                               lanes=ws.nactive, resumed=resumed)
-            mask = self._mask(op, ws)
-            if self.checker.active:
+            mask = ws.active if op.guard_row is None else self._mask(op, ws)
+            if self.checker.active and op.check_regs:
                 self.checker.before(op, ws)
             eff = op.fn(self, ws, mask)
             eff.resumed = resumed

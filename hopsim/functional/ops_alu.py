@@ -53,8 +53,45 @@ def _half_lanes(t: str, fn):
     return run
 
 
+_UNSIGNED = {"u32": np.uint32, "b32": np.uint32, "s32": np.uint32,
+             "u64": np.uint64, "b64": np.uint64, "s64": np.uint64}
+_SIGN_AGNOSTIC = {"Add": np.add, "Sub": np.subtract, "And": np.bitwise_and, "Or": np.bitwise_or,
+                  "Xor": np.bitwise_xor}
+
+
+def _fast_binop(ins, ctx, uf):
+    """Fused closure for sign-agnostic 32/64-bit integer ops on registers/immediates (the common
+    address and loop arithmetic): computed in the unsigned type, written zero-extended."""
+    u = _UNSIGNED[ins.type]
+    rd = ctx.row(ins.dst)
+    is64 = u is np.uint64
+
+    def src(op):
+        if type(op).__name__ == "Reg":
+            r = ctx.row(op)
+            return r, None
+        return None, imm_value(op.value, "u64" if is64 else "u32")
+    ra, ca = src(ins.a)
+    rb, cb = src(ins.b)
+
+    def fn(ex, ws, mask):
+        bits = ex.bits
+        lanes = ws.lanes
+        a = (bits[ra, lanes] if is64 else bits[ra, lanes].astype(u)) if ra is not None else ca
+        b = (bits[rb, lanes] if is64 else bits[rb, lanes].astype(u)) if rb is not None else cb
+        r = uf(a, b)
+        if mask is ws.active and ws.full:
+            bits[rd, lanes] = r
+        else:
+            np.copyto(bits[rd, lanes], r, where=mask, casting="unsafe")
+    return Kind.ALU, fn
+
+
 def _binop(ins, ctx, f):
     t = ins.type
+    uf = _SIGN_AGNOSTIC.get(type(ins).__name__)
+    if uf is not None and t in _UNSIGNED:
+        return _fast_binop(ins, ctx, uf)
     ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
     st = reg_setter(ins.dst, t, ctx)
     if _packed_half(t):
@@ -123,6 +160,16 @@ def _shift(ins, ctx, left: bool):
     gb = value_getter(ins.b, "u32", ctx)
     st = reg_setter(ins.dst, t, ctx)
     signed = TYPES[t][0].kind == "i"
+    if type(ins.b).__name__ == "Imm" and 0 <= int(ins.b.value) < w:
+        k = TYPES[t][0].type(int(ins.b.value))
+        if left:
+            f = lambda a: a << k  # noqa: E731
+        else:
+            f = lambda a: a >> k  # noqa: E731
+
+        def fn_imm(ex, ws, mask):
+            st(ex, ws, f(ga(ex, ws)), mask)
+        return Kind.ALU, fn_imm
 
     def fn(ex, ws, mask):
         a = _arr(ga(ex, ws))

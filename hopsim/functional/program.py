@@ -49,6 +49,7 @@ class Op:
     rows_written: frozenset
     collective: bool
     text: str
+    check_regs: bool = True
 
 
 @dataclass
@@ -109,18 +110,21 @@ def writer(t: str):
         return lambda v: (np.asarray(v) != 0).astype(np.uint64)
     u = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[w]
 
+    same = dt == u
+
     def conv(v):
+        # fast path: already the right dtype -> same-width unsigned view (setitem zero-extends)
+        if type(v) is np.ndarray and v.dtype == dt:
+            return v if same else v.view(u)
         v = np.asarray(v)
         if v.dtype != dt:
             if dt.kind in "ui" and v.dtype.kind in "ui":
                 v = v.astype(u if dt.kind == "u" else dt)
-            elif dt.kind in "ui" and v.dtype.kind == "b":
-                v = v.astype(dt)
             else:
                 v = v.astype(dt)
-        if w == 64:
-            return np.ascontiguousarray(v).view(np.uint64)
-        return np.ascontiguousarray(v).view(u).astype(np.uint64)
+        if v.ndim == 0:
+            v = v.reshape(1)
+        return v if v.dtype == u else v.view(u)
     return conv
 
 
@@ -180,8 +184,11 @@ def _compile(kernel) -> Program:
         ins = body[i]
         ops.append(_compile_one(ins, i, pc, ctx))
     ops.append(_implicit_exit(len(body), end_pc))
+    wrows = frozenset(ctx.wgmma_rows)
+    for op in ops:  # only instructions touching wgmma registers need the register checks
+        op.check_regs = bool(op.rows & wrows) or op.collective
     return Program(kernel=kernel, ops=ops, layout=layout, shared=shared, static_smem=static,
-                   params=params, labels=label_pc, wgmma_rows=frozenset(ctx.wgmma_rows))
+                   params=params, labels=label_pc, wgmma_rows=wrows)
 
 
 def _text(ins) -> str:
@@ -255,11 +262,11 @@ def reg_setter(reg, t: str, ctx: Ctx):
 
     def set_(ex, ws, vals, mask):
         b = wr(vals)
-        dst = ex.bits[row, ws.lanes]
-        if mask is ws.active and ws.nactive == 32:
-            dst[...] = b
+        if mask is ws.active and ws.full:
+            ex.bits[row, ws.lanes] = b
         else:
-            np.copyto(dst, np.broadcast_to(b, dst.shape), where=mask)
+            dst = ex.bits[row, ws.lanes]
+            np.copyto(dst, np.broadcast_to(b, dst.shape), where=mask, casting="unsafe")
     return set_
 
 

@@ -1,0 +1,147 @@
+"""A small TMA + WGMMA GEMM in IR text, for the functional runner tests (and mutations of it).
+
+    D[M=64, N] (f32, row-major) = A[64, K] (f16, row-major, K-major) @ B[N, K]^T (f16, K-major)
+
+One CTA, one warpgroup (128 threads); thread 0 is also the TMA producer (predicated, not branched).
+2 stages x (A 64x64 + B Nx64) f16 tiles, 128B swizzle, K-major; full[s] mbarriers (count 1,
+arrive.expect_tx of the stage bytes). Per k-block: wait full[s] -> wgmma.fence -> 4 x m64nNk16
+(descriptor start += 32 B per k16) -> commit -> wait_group 0 -> refill stage s with k-block kb+2.
+
+    smem: [0, SA) A0 | [SA, SA+SB) B0 | A1 | B1 | full0 full1 (8 B each)
+
+Mutations (keyword flags) provoke each check: extra_tx (tx-count never completes), early_reuse
+(wait_group 1 then refill: stage overwritten while read), swizzle_type (descriptor layout type),
+no_fence, no_wait (read before the TMA lands), touch_acc (read an accumulator in flight).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SW128 = 1  # descriptor layout type: 1 = 128B swizzle
+
+
+def desc_const(swizzle_type: int = SW128, sbo: int = 1024, lbo: int = 16) -> int:
+    """Descriptor bits without the start address: LBO (encoded >> 4) at 16, SBO at 32, type at 62."""
+    return ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (swizzle_type << 62)
+
+
+def gemm_text(n: int = 64, *, extra_tx: int = 0, early_reuse: bool = False, swizzle_type: int = SW128,
+              no_fence: bool = False, no_wait: bool = False, touch_acc: bool = False) -> str:
+    sa = 64 * 64 * 2
+    sb = n * 64 * 2
+    stage = sa + sb
+    bars = 2 * stage
+    acc = n // 2
+    dconst = desc_const(swizzle_type)
+    wgmmas = []
+    for k in range(4):
+        sd = "%p3" if k == 0 else "1"
+        wgmmas.append(f"    add.u64 %rd10, %rd4, {2 * k};\n    add.u64 %rd11, %rd5, {2 * k};\n"
+                      f"    wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{%acc0..%acc{acc - 1}}}, "
+                      f"%rd10, %rd11, {sd}, 1, 1, 0, 0;")
+    epi = []
+    for v2 in range(n // 8):
+        for v1 in range(2):
+            r = 4 * v2 + 2 * v1
+            off = (8 * v1 * n + 8 * v2) * 4
+            epi.append(f"    st.global.v2.f32 [%rd20+{off}], {{%acc{r}, %acc{r + 1}}};")
+    wait_n = 1 if early_reuse else 0
+    fence = "" if no_fence else "    wgmma.fence.sync.aligned;\n"
+    wait = "" if no_wait else (
+        "WAIT:\n"
+        "    mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r11], %r12;\n"
+        "@!%p1 bra WAIT;\n")
+    touch = "    mov.b32 %r30, %acc0;\n" if touch_acc else ""
+    return f"""
+.kernel gemm_tn_m64n{n}
+.param .tmap tmA, tmB
+.param .u64 D
+.param .u32 KT
+.shared .align 1024 .b8 smem[{bars + 16}]
+.reg .u32 %r<32>
+.reg .u64 %rd<24>
+.reg .pred %p<8>
+.reg .f32 %acc<{acc}>
+    mov.u32 %r0, %tid.x;
+    setp.eq.u32 %p0, %r0, 0;                          // thread 0: the TMA producer
+    ld.param.u32 %r1, [KT];
+@%p0 mbarrier.init.shared::cta.b64 [smem+{bars}], 1;
+@%p0 mbarrier.init.shared::cta.b64 [smem+{bars + 8}], 1;
+    fence.mbarrier_init.release.cluster;
+    bar.sync 0;
+    mov.u32 %r2, 0;                                   // kb: k-block being loaded in the prologue
+PROLOGUE:
+    and.b32 %r3, %r2, 1;                              // stage
+    mul.lo.u32 %r4, %r3, {stage};                     // A_s
+    add.u32 %r5, %r4, {sa};                           // B_s
+    shl.b32 %r6, %r3, 3;
+    add.u32 %r6, %r6, {bars};                         // full[s]
+    shl.b32 %r7, %r2, 6;                              // k0 = 64 * kb
+    mov.u32 %r8, 0;
+@%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r6], {stage + extra_tx};
+@%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r4], [tmA, {{%r7, %r8}}], [%r6];
+@%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r5], [tmB, {{%r7, %r8}}], [%r6];
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p2, %r2, 2;
+@%p2 bra PROLOGUE;
+    mov.u32 %r9, 0;                                   // kb: k-block being consumed
+    mov.u64 %rd0, {dconst};
+LOOP:
+    and.b32 %r10, %r9, 1;                             // stage s
+    shl.b32 %r11, %r10, 3;
+    add.u32 %r11, %r11, {bars};                       // full[s]
+    shr.u32 %r12, %r9, 1;
+    and.b32 %r12, %r12, 1;                            // phase parity of this use of stage s
+{wait}    mul.lo.u32 %r13, %r10, {stage};
+    add.u32 %r14, %r13, {sa};
+    shr.u32 %r13, %r13, 4;
+    shr.u32 %r14, %r14, 4;
+    cvt.u64.u32 %rd1, %r13;
+    cvt.u64.u32 %rd2, %r14;
+    add.u64 %rd4, %rd0, %rd1;                         // desc A_s
+    add.u64 %rd5, %rd0, %rd2;                         // desc B_s
+    setp.ne.u32 %p3, %r9, 0;                          // scale-d: 0 for the very first k16
+{fence}{chr(10).join(wgmmas)}
+    wgmma.commit_group.sync.aligned;
+{touch}    wgmma.wait_group.sync.aligned {wait_n};
+    add.u32 %r15, %r9, 2;                             // refill stage s with k-block kb + 2
+    setp.lt.u32 %p4, %r15, %r1;
+    and.pred %p5, %p4, %p0;
+    shl.b32 %r16, %r15, 6;
+    mul.lo.u32 %r17, %r10, {stage};
+    add.u32 %r18, %r17, {sa};
+@%p5 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r11], {stage + extra_tx};
+@%p5 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r17], [tmA, {{%r16, %r8}}], [%r11];
+@%p5 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r18], [tmB, {{%r16, %r8}}], [%r11];
+    add.u32 %r9, %r9, 1;
+    setp.lt.u32 %p6, %r9, %r1;
+@%p6 bra LOOP;
+    wgmma.wait_group.sync.aligned 0;
+    // epilogue: thread (warp w, lane l) holds rows 16w + l/4 (+8), cols 2(l%4) + 8*v2 (+1)
+    shr.u32 %r20, %r0, 5;
+    and.b32 %r21, %r0, 31;
+    shr.u32 %r22, %r21, 2;
+    shl.b32 %r23, %r20, 4;
+    add.u32 %r23, %r23, %r22;                         // row
+    and.b32 %r24, %r21, 3;
+    shl.b32 %r24, %r24, 1;                            // col
+    mul.lo.u32 %r25, %r23, {n};
+    add.u32 %r25, %r25, %r24;
+    mul.wide.u32 %rd21, %r25, 4;
+    ld.param.u64 %rd20, [D];
+    add.u64 %rd20, %rd20, %rd21;
+{chr(10).join(epi)}
+    exit;
+"""
+
+
+def operands(k: int, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((64, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    return a, b
+
+
+def reference(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64).T
