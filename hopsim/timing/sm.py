@@ -169,8 +169,7 @@ class CtaRun:
                 if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
                     self._fire(eff.fired)
                 yield self._event(key)
-                what = WAIT_NAME.get(key[0], key[0])
-                st.add_wait(what, env.now - now)
+                st.add_wait(wait_name(key), env.now - now)
                 if slices is not None:
                     slices.append((now, env.now, f"wait {ex.describe(key)}"))
                 continue
@@ -248,6 +247,16 @@ class CtaRun:
 
 
 _SMEM_KINDS = frozenset({Kind.LD_SHARED, Kind.ST_SHARED, Kind.LDMATRIX, Kind.STMATRIX})
+
+
+def wait_name(key) -> str:
+    """Statistics name of a wait: per mbarrier (shared address) and per named barrier id."""
+    k = key[0]
+    if k == "mbar":
+        return f"mbarrier 0x{key[1]:x}"
+    if k == "bar":
+        return f"bar.sync {key[1]}"
+    return WAIT_NAME.get(k, str(k))
 
 
 def _succeed(evt, _timeout) -> None:

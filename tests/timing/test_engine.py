@@ -58,7 +58,7 @@ def test_tma_completion_wakes_consumer():
     # the try_wait re-issues (one slot), then the alu, its latency, exit
     assert res.cycles == woken + ISSUE + ISSUE + ALU_TAIL + ISSUE
     assert res.roles["producer"]["warps"] == 1
-    assert res.roles["other"]["wait"]["mbarrier"] == woken - LAUNCH
+    assert res.roles["other"]["wait"]["mbarrier 0x0"] == woken - LAUNCH  # FULL is the mbarrier at 0x0
     assert res.bytes_hbm == nbytes and res.bytes_l2 == 0
 
 

@@ -126,7 +126,7 @@ def test_copy_kernel_result_and_waits():
     assert np.array_equal(gm.view("out", np.float32)[:128], x[np.arange(128) ^ 1])  # neighbour swap via smem
     assert r.roles["other"]["warps"] == 4
     w = r.roles["other"]["wait"]
-    assert w["gmem"] > 0 and w["bar.sync"] > 0 and w["smem"] > 0
+    assert w["gmem"] > 0 and w["bar.sync 0"] > 0 and w["smem"] > 0
     assert r.bytes_hbm == 128 * 4  # the input, first touch
     assert r.bank_conflicts == 0
 
@@ -134,7 +134,7 @@ def test_copy_kernel_result_and_waits():
 def test_handoff_through_mbarrier_event():
     r, gm = _handoff()
     assert list(gm.view("out", np.uint32)[:32]) == [100 + i for i in range(32)]
-    assert r.roles["other"]["wait"].get("mbarrier", 0) > 0
+    assert r.roles["other"]["wait"].get("mbarrier 0x0", 0) > 0  # the consumer warp waited on smem+0
 
 
 @pytest.mark.parametrize("shift,expected_wf", [(4, 4), (7, 32)])
