@@ -40,7 +40,7 @@ def test_unknown_instruction(body, col, msg):
     ("    mov.u32 %r0, %tid.w;", 18, "unknown special register '%tid.w'"),
     ("    st.shared.u32 [%r0+], %r1;", 24, "expected a byte offset"),
     ("    ld.shared.v2.u32 {%r0..%rd1}, [%r2];", 23, "bad register range"),
-    ("@%p0", 5, "expected an instruction, got end of file"),
+    ("@%p0", 1, "expected an instruction, got end of file"),
     (".foo .u32 x", 1, "unknown directive '.foo'"),
     ("    add.u32.x %r0, %r1, 1;", 5, "unexpected modifier '.x' in 'add.u32.x'"),
 ])
