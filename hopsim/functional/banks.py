@@ -12,7 +12,8 @@ accesses count as their 32-bit word) covers W/4 consecutive banks, a "slot" of t
     unit  = a // W          (two lanes with the same unit share data: broadcast / multicast)
     slot  = unit % (128/W)  (units in the same slot but different rows conflict)
 
-Rule (per op, from hopper-facts §3.3/3.4 and the H100 measurements):
+Rule (per op): documented model (hopper-facts §3.3/3.4) + what the H100 showed (records
+validation/records/h100/bank_conflicts__h100_ncu*.json, 622 patterns, all matched):
 
     lanes -> groups ("phases"):   8/16/32-bit: the whole warp  (32 lanes)
                                   64-bit     : half-warps      (lanes 0-15, 16-31)
@@ -21,8 +22,19 @@ Rule (per op, from hopper-facts §3.3/3.4 and the H100 measurements):
                                                  (lanes 8j..8j+7 give its 8 16-B rows; lanes
                                                   >= 8N are ignored)
     cost(group) = max over slots of #distinct units of the group's active lanes in that slot
-    wavefronts  = sum over groups with an active lane of cost(group)
-    bank_conflicts = wavefronts - (number of groups with an active lane)
+    wavefronts  = sum over groups of cost(group)
+
+  H100 surprise (ld.shared.v2/.v4 only; stores, ldmatrix, stmatrix never merge): when the lanes
+  are pair-uniform -- lane n has the address of lane n^1 for every n, or of lane n^2 for every n
+  (inactive lanes match anything) -- two neighbouring groups merge into one of twice the lanes
+  (LDS.64: the whole warp; LDS.128: half-warps). Hence a broadcast LDS.64 is 1 wavefront (not 2)
+  and a broadcast LDS.128 is 2 (not 4). Nsight's two counters disagree on merged groups that
+  still conflict:
+    - SASS wavefronts (smsp__sass_..._wavefronts_...): merge only if the merged group costs 1
+    - hardware (l1tex__data_pipe_lsu_wavefronts / bank_conflicts): merge whenever pair-uniform
+  bank_conflicts = hardware wavefronts - number of (hardware) groups with an active lane.
+  Example: LDS.64 with lanes alternating 0/128 (n^2-uniform): SASS 4 wavefronts, hardware 2,
+  bank_conflicts 1.
 
 Everything is numpy: `wavefronts_batch` counts millions of warp accesses per second.
 """
@@ -78,9 +90,10 @@ OPS: dict[str, OpSpec] = _make_ops()
 class BankResult:
     """Wavefronts and Nsight's bank-conflict count of one warp instruction."""
 
-    wavefronts: int
-    bank_conflicts: int
-    ideal_wavefronts: int
+    wavefronts: int  # SASS counter smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_*
+    bank_conflicts: int  # l1tex__data_bank_conflicts_pipe_lsu_mem_shared = hw_wavefronts - groups
+    hw_wavefronts: int  # hardware l1tex wavefronts (differs only for conflicting pair-uniform LDS.64/128)
+    groups: int  # conflict groups with an active lane, as the hardware forms them
 
 
 # --------------------------------------------------------------------------------------- validation
@@ -147,33 +160,28 @@ def _group_costs(unit: np.ndarray, slots: int, lanes: int) -> np.ndarray:
     return counts.max(axis=1).astype(np.int64).reshape(n, ng)
 
 
-def _quad_flags(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per quad of lanes (4k..4k+3), for 64/128-bit loads:
+def _pair_uniform(a: np.ndarray, lanes_per_group: int) -> np.ndarray:
+    """(n, 32) addresses -> (n, 32 // lanes_per_group) bool: inside each group, every lane n has
+    the address of lane n^1 (for all n), or every lane n has the address of lane n^2 (for all n);
+    an inactive lane matches anything.
 
-    in_block: the active lanes' units lie in one aligned block of 2 units (16 B for .v2, 32 B for .v4)
-    two_units: the active lanes use at most 2 distinct units
-    (a quad without active lanes satisfies both)."""
-    n = unit.shape[0]
-    q = unit.reshape(n, 8, 4)
-    act = q >= 0
-    blk = q >> 1
-    big = np.int64(1) << 40
-    bmin = np.where(act, blk, big).min(axis=2)
-    bmax = np.where(act, blk, -1).max(axis=2)
-    in_block = (bmin == bmax) | ~act.any(axis=2)
-    s = np.sort(q, axis=2)
-    new = np.empty(s.shape, dtype=bool)
-    new[..., 0] = s[..., 0] >= 0
-    new[..., 1:] = (s[..., 1:] != s[..., :-1]) & (s[..., 1:] >= 0)
-    two_units = new.sum(axis=2) <= 2
-    return in_block, two_units
+        lanes   0 1 2 3 | 4 5 6 7 | ...      n^1 pairs: (0,1) (2,3) ...   n^2 pairs: (0,2) (1,3) ...
+    """
+    n = a.shape[0]
+    act = a >= 0
+    ok = []
+    for x in (1, 2):
+        idx = np.arange(32) ^ x
+        same = (a == a[:, idx]) | ~act | ~act[:, idx]
+        ok.append(same.reshape(n, -1, lanes_per_group).all(axis=2))
+    return ok[0] | ok[1]
 
 
 def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(wavefronts, hardware wavefronts, hardware groups) for a validated (n, 32) batch.
 
-    Wavefronts follow the SASS counter; bank conflicts are hardware wavefronts - hardware groups.
-    They differ only for 64/128-bit loads whose quads use two units that are not one aligned block.
+    `wavefronts` is the SASS counter; bank conflicts = hardware wavefronts - hardware groups.
+    The two wavefront counts differ only for pair-uniform 64/128-bit loads that still conflict.
     """
     n = a.shape[0]
     a = a[:, : spec.lanes]
@@ -185,19 +193,16 @@ def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
         wf = base.sum(axis=1)
         groups = (base > 0).sum(axis=1)
         return wf, wf, groups
-    # 64/128-bit loads: two neighbouring groups merge into one of 2g lanes when every quad of
-    # lanes needs at most half its bytes (see module docstring).
+    # 64/128-bit loads: neighbouring groups (half-warps of .v2, quarter pairs of .v4) merge into
+    # one group of 2g lanes when the lanes are pair-uniform (n^1 or n^2).
     merged = _group_costs(unit, spec.slots, 2 * g)  # (n, ng/2)
     pair_sum = base.reshape(n, -1, 2).sum(axis=2)
     pair_groups = (base > 0).reshape(n, -1, 2).sum(axis=2)
-    in_block, two_units = _quad_flags(unit)
-    qpg = 2 * g // 4  # quads per merged group
-    ok_sass = in_block.reshape(n, -1, qpg).all(axis=2)
-    ok_hw = two_units.reshape(n, -1, qpg).all(axis=2)
-    m_groups = (merged > 0).astype(np.int64)
+    ok_hw = _pair_uniform(a, 2 * g)
+    ok_sass = ok_hw & (merged <= 1)  # the SASS counter merges only a conflict-free group
     wf = np.where(ok_sass, merged, pair_sum).sum(axis=1)
     hw = np.where(ok_hw, merged, pair_sum).sum(axis=1)
-    groups = np.where(ok_hw, m_groups, pair_groups).sum(axis=1)
+    groups = np.where(ok_hw, (merged > 0).astype(np.int64), pair_groups).sum(axis=1)
     return wf, hw, groups
 
 
@@ -237,7 +242,7 @@ def wavefronts(op: str, addrs: Sequence[int | None], *, where: str | None = None
     a = to_lane_array(addrs, spec, where)[None, :]
     _check_batch(spec, a, where)
     w, hw, groups = _count(spec, a)
-    return BankResult(int(w[0]), int(hw[0] - groups[0]), int(groups[0]))
+    return BankResult(int(w[0]), int(hw[0] - groups[0]), int(hw[0]), int(groups[0]))
 
 
 def bank_of(addr: int) -> int:
