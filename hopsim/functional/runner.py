@@ -5,6 +5,7 @@
             round-robin over the warps: each issues until it blocks, exits, or spins
             (a failed mbarrier.test_wait counts as blocked for the round)
             nobody progressed?  -> complete the OLDEST pending async op (TMA / wgmma / bulk store)
+                                       ("newest": the newest op first in its FIFO queue; adversarial)
             nothing pending?    -> Deadlock naming every waiting warp, instruction, barrier, phase
 
 Async data lands as late as any schedule allows, so a kernel that reads a stage before waiting on
@@ -43,19 +44,49 @@ class RunStats:
 
 
 def run_kernel(kernel, launch: Launch, gmem: GlobalMemory, *, values: bool = True, checks: bool = True,
-               check_phases: bool = True, batch: int = 64, ctas=None) -> RunStats:
+               check_phases: bool = True, batch: int = 64, ctas=None, order: str = "oldest") -> RunStats:
     """Run `kernel` over `launch` on `gmem` (results are in gmem's buffers). `ctas`: optional
-    iterable of linear CTA indices (default all)."""
+    iterable of linear CTA indices (default all). `order`: which pending async op completes when
+    every warp is blocked: "oldest" (default) or "newest" (adversarial: the most recently issued op
+    that is first in its FIFO queue, so data a racy kernel needs lands as late as possible)."""
+    if order not in ("oldest", "newest"):
+        raise ValueError(f"order={order!r}: 'oldest' or 'newest'")
     stats = RunStats()
     t0 = time.perf_counter()
     for c in (range(launch.num_ctas) if ctas is None else ctas):
         ex = CTAExecutor(kernel, launch, gmem, c, values=values, checks=checks, check_phases=check_phases)
-        run_cta(ex, stats, batch=batch)
+        run_cta(ex, stats, batch=batch, order=order)
     stats.wall_s = time.perf_counter() - t0
     return stats
 
 
-def run_cta(ex: CTAExecutor, stats: RunStats | None = None, *, batch: int = 64) -> RunStats:
+def _queue(eff):
+    """FIFO queue of an async op: wgmma ops per warpgroup, bulk stores per warp; TMA loads: none."""
+    if eff.kind == Kind.WGMMA:
+        return ("wgmma", eff.warpgroup)
+    if eff.kind == Kind.TMA_STORE:
+        return ("bulk", eff.warp)
+    return None
+
+
+def _pop(pending: deque, order: str):
+    if order == "oldest":
+        return pending.popleft()
+    seen = set()
+    heads = []
+    for i, e in enumerate(pending):
+        q = _queue(e)
+        if q is None or q not in seen:
+            heads.append(i)
+        if q is not None:
+            seen.add(q)
+    i = heads[-1]
+    e = pending[i]
+    del pending[i]
+    return e
+
+
+def run_cta(ex: CTAExecutor, stats: RunStats | None = None, *, batch: int = 64, order: str = "oldest") -> RunStats:
     """Run one CTA to completion (see module docstring)."""
     stats = stats if stats is not None else RunStats()
     pending: deque = deque()
@@ -91,7 +122,7 @@ def run_cta(ex: CTAExecutor, stats: RunStats | None = None, *, batch: int = 64) 
         if progressed:
             continue
         if pending:
-            pending.popleft().complete()
+            _pop(pending, order).complete()
             continue
         raise ex.deadlock_error()
     stats.ctas += 1
