@@ -240,3 +240,60 @@ def sm_idle(sm, now: float) -> bool:
     pipes = [*sm.sched.pipes, sm.smem.pipe, sm.tensor.pipe, sm.tma.issue_pipe, sm.tma.fill_pipe,
              sm.memory.l2_pipe, sm.memory.hbm_pipe]
     return all(p.next_free <= now for p in pipes)
+
+
+# ------------------------------------------------------------------------------- dispatch-time L2
+class DispatchResidency:
+    """L2 hit/miss of a CTA's TMA tiles decided when it is dispatched (partitioned mode).
+
+    For tile T read by CTA c (dispatch order = linear CTA order):
+      - not resident: a miss; c opens T's fetch window [c, c + slots) (slots = num_sms *
+        ctas_per_sm, one wave): the CTAs of that window that read T (r of them, from the plan)
+        fetch it together, each moving bytes / r over its own HBM link and paying the miss latency
+        (MSHR merging, as the shared mode's ready times do);
+      - resident and c inside T's fetch window: the same merged miss (bytes / r);
+      - resident otherwise: a hit.
+    `classify(cta)` returns {(warp, i): (hit, hbm_share)}, also the memo key.
+    """
+
+    def __init__(self, plan: TilePlan, residency, num_ctas: int, slots: int):
+        import bisect
+        self._bisect = bisect
+        self.plan = plan
+        self.residency = residency
+        self.slots = slots
+        self._tiles: dict[int, list] = {}
+        self.readers: dict = {}
+        for c in range(num_ctas):
+            rows = plan.tiles(c)
+            if plan.mode == "translate":
+                self._tiles[c] = rows  # partial executor runs: compute once
+            for row in rows:
+                for h, co, _ in row:
+                    lst = self.readers.setdefault((h, co), [])
+                    if not lst or lst[-1] != c:
+                        lst.append(c)
+        self.window: dict = {}  # tile -> (window end, share)
+
+    def tiles(self, cta: int) -> list[list]:
+        t = self._tiles.get(cta)
+        return t if t is not None else self.plan.tiles(cta)
+
+    def classify(self, cta: int, tiles: list[list]) -> dict:
+        out = {}
+        b = self._bisect
+        for w, row in enumerate(tiles):
+            for i, (h, co, nb) in enumerate(row):
+                t = (h, co)
+                if not self.residency.access(t, nb):
+                    rd = self.readers.get(t, [cta])
+                    r = max(1, b.bisect_left(rd, cta + self.slots) - b.bisect_left(rd, cta))
+                    self.window[t] = (cta + self.slots, 1.0 / r)
+                    out[(w, i)] = (False, 1.0 / r)
+                    continue
+                win = self.window.get(t)
+                if win is not None and cta < win[0]:
+                    out[(w, i)] = (False, win[1])
+                else:
+                    out[(w, i)] = (True, 0.0)
+        return out

@@ -13,6 +13,9 @@ Model (what it does):
 - **Latency**: a hit completes `timing.gmem_l2_latency_cycles` after its bytes leave the L2 pipe;
   a miss `timing.gmem_hbm_latency_cycles` (which includes the L2 traversal) after they leave the
   HBM pipe and the L2 pipe.
+- **Miss merging (MSHR)**: a tile records when its bytes are in L2 (HBM pipe end + HBM latency -
+  L2 latency); a hit on a tile still being fetched starts its L2 transfer only then, so CTAs
+  that request a tile together all wait for the one HBM fetch (which moves the bytes once).
 
 What it does not model: the two L2 partitions (near/far latency), sectors and partial-tile hits,
 DRAM banks/row buffers, L2 write-back traffic to HBM, the ``l2Promotion`` of tensor maps, and
@@ -30,12 +33,13 @@ from hopsim.timing.pipes import Jitter, Pipe
 class L2Residency:
     """LRU set of tiles with a byte capacity."""
 
-    __slots__ = ("capacity", "used", "_tiles", "hits", "misses", "hit_bytes", "miss_bytes")
+    __slots__ = ("capacity", "used", "_tiles", "_ready", "hits", "misses", "hit_bytes", "miss_bytes")
 
     def __init__(self, capacity_bytes: int):
         self.capacity = int(capacity_bytes)
         self.used = 0
         self._tiles: OrderedDict[Hashable, int] = OrderedDict()
+        self._ready: dict[Hashable, float] = {}
         self.hits = self.misses = self.hit_bytes = self.miss_bytes = 0
 
     def access(self, key: Hashable, nbytes: int) -> bool:
@@ -62,8 +66,17 @@ class L2Residency:
         self._tiles[key] = nbytes
         self.used += nbytes
         while self.used > self.capacity and len(self._tiles) > 1:
-            _, old = self._tiles.popitem(last=False)
+            old_key, old = self._tiles.popitem(last=False)
             self.used -= old
+            self._ready.pop(old_key, None)
+
+    def set_ready(self, key: Hashable, t: float) -> None:
+        """The cycle the bytes of a tile being fetched are in L2."""
+        if key in self._tiles:
+            self._ready[key] = t
+
+    def ready(self, key: Hashable) -> float:
+        return self._ready.get(key, 0.0)
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._tiles
@@ -86,18 +99,27 @@ class MemorySystem:
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
         self.bytes_to_l2 = 0  # bytes stored
 
-    def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None) -> tuple[float, bool]:
+    def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
+             hbm_share: float = 1.0) -> tuple[float, bool]:
         """Read a tile arriving at `arrival`; return (time its bytes reach the SM, hit?).
 
-        `hit` given: the residency was already decided (CTA-dispatch residency, see `SmLink`)."""
+        `hit` given: the residency was decided at CTA dispatch (partitioned mode, memo.py); a
+        miss then moves `hbm_share * nbytes` over this link's HBM pipe (its share of a fetch
+        merged with the other CTAs of its wave that read the tile) and pays the miss latency."""
+        res = self.residency
         if hit is None:
-            hit = self.residency.access(key, nbytes)
+            hit = res.access(key, nbytes)
+            if hit:
+                ready = res.ready(key)
+                if ready > arrival:  # merged with a fetch in flight
+                    arrival = ready
         if hit:
             self.bytes_from_l2 += nbytes
             t = self.l2_pipe.reserve(arrival, nbytes / self.l2_bw, "hit")
             return t + self.jitter(self.l2_latency), True
-        self.bytes_from_hbm += nbytes
-        t = self.hbm_pipe.reserve(arrival, nbytes / self.hbm_bw, "miss")
+        self.bytes_from_hbm += nbytes * hbm_share
+        t = self.hbm_pipe.reserve(arrival, nbytes * hbm_share / self.hbm_bw, "miss")
+        res.set_ready(key, t + self.hbm_latency - self.l2_latency)
         t = self.l2_pipe.reserve(t, nbytes / self.l2_bw, "miss")
         return t + self.jitter(self.hbm_latency), False
 

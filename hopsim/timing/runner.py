@@ -113,6 +113,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     plan = memo_mod.TilePlan.build(launch, plan_factory) if partitioned else None
     if memo and occ.ctas_per_sm != 1:
         plan = None  # memo needs one CTA per SM (co-resident CTAs share the SM's units)
+    dispatch = (memo_mod.DispatchResidency(plan, memory.residency, num_ctas, num_sms * occ.ctas_per_sm)
+                if plan is not None else None)
     memo_table: dict = {}
     in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
     stats = {"memo_hits": 0, "detailed_ctas": 0}
@@ -124,9 +126,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             sm = sms[sm_id] = SM(gpu, sm_id, link, trace=trace, jitter=jitter)
         hits = key = tiles = None
         if plan is not None:
-            tiles = plan.tiles(cta)
-            hits = {(w, i): memory.residency.access((h, co), nb)
-                    for w, row in enumerate(tiles) for i, (h, co, nb) in enumerate(row)}
+            tiles = dispatch.tiles(cta)
+            hits = dispatch.classify(cta, tiles)
             key = tuple(hits.values())
         start = env.now
         idle = memo and plan is not None and memo_mod.sm_idle(sm, start)
@@ -197,7 +198,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=float(gpu.spec.clock_mhz.value),
         ctas=num_ctas, ctas_per_sm=occ.ctas_per_sm, limiting=occ.limiting,
         waves=waves(num_ctas, num_sms, occ.ctas_per_sm), sms_used=len(sms), roles=agg.roles(),
-        busy=busy, bytes_l2=sum(m.bytes_from_l2 for m in links), bytes_hbm=sum(m.bytes_from_hbm for m in links),
+        busy=busy, bytes_l2=sum(m.bytes_from_l2 for m in links), bytes_hbm=int(round(sum(m.bytes_from_hbm for m in links))),
         bytes_stored=sum(m.bytes_to_l2 for m in links),
         smem_wavefronts=sum(sm.smem.wavefronts for sm in sms.values()),
         smem_ideal_wavefronts=sum(sm.smem.ideal_wavefronts for sm in sms.values()),

@@ -113,7 +113,7 @@ class CtaRun:
         self.last_async: dict[tuple, float] = {}  # FIFO completion per warpgroup / bulk warp
         self.pending_async = 0
         self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
-        self.hits = hits  # {(warp, i): bool} L2 residency decided at dispatch (memoised mode)
+        self.hits = hits  # {(warp, i): (hit, hbm_share)} L2 residency decided at dispatch (partitioned mode)
 
     # ---------------------------------------------------------------- events
     def _event(self, key):
@@ -192,9 +192,9 @@ class CtaRun:
             elif kind == Kind.TMA_LOAD:
                 st.tma = True
                 tl = self.tiles[w]
-                hit = None if self.hits is None else self.hits[(w, len(tl))]
+                hit, share = (None, 1.0) if self.hits is None else self.hits[(w, len(tl))]
                 tl.append(eff.tile_key)
-                self._at(sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit), eff)
+                self._at(sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share), eff)
             elif kind == Kind.WGMMA:
                 st.wgmma = True
                 if eff.complete is not None:

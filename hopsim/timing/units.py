@@ -129,13 +129,14 @@ class TmaUnit:
         self.bytes_loaded = 0
         self.bytes_stored = 0
 
-    def load(self, now: float, key: Hashable, nbytes: int, label: str = "", hit: bool | None = None) -> float:
+    def load(self, now: float, key: Hashable, nbytes: int, label: str = "", hit: bool | None = None,
+             hbm_share: float = 1.0) -> float:
         """One box global -> shared; return when its bytes are in shared memory.
-        `hit`: L2 residency decided beforehand (memoised mode), else looked up now."""
+        `hit`, `hbm_share`: L2 residency decided at dispatch (partitioned mode), else looked up now."""
         self.boxes += 1
         self.bytes_loaded += nbytes
         t = self.issue_pipe.reserve(now, self.issue_cycles, label)
-        t, _hit = self.memory.read(t, key, nbytes, hit)
+        t, _hit = self.memory.read(t, key, nbytes, hit, hbm_share)
         t = self.fill_pipe.reserve(t, nbytes / self.fill_bw, label)
         return t + self.jitter(self.extra_latency)
 

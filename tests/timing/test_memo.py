@@ -97,3 +97,17 @@ def test_memo_refused_outside_its_conditions():
     from isa.errors import InputError
     with pytest.raises(InputError):
         _sim(2, 2, memory="shared", memo=True)
+
+
+def test_merged_fetches_move_each_tile_once():
+    gx, gy, kb = 4, 6, 6
+    big = GPU.model_copy(update={"spec": GPU.spec.with_values({"num_sms": P(8, "SMs", "test", "assumed: test")})})
+    kernel = SimpleNamespace(name="scripted_gemm", static_smem_bytes=150 * 1024, regs=())
+    r = simulate(kernel, Launch(grid=(gx, gy, 1), block=(160, 1, 1)), big, values=False,
+                 bank_model=scripted_wavefronts, regs_per_thread=64, memory="partitioned", memo=True,
+                 executor_factory=lambda c: ScriptedExecutor(gemm_scripts(c, gx, kblocks=kb), c))
+    # 50 MB L2 holds everything: each A row tile and B column tile comes from HBM exactly once
+    # (its readers in one wave share the fetch), every other read hits
+    unique = (gy + gx) * kb * 4096
+    assert r.bytes_hbm == unique
+    assert r.bytes_l2 < gx * gy * 2 * kb * 4096  # the merged readers' reads were misses, not hits

@@ -140,3 +140,16 @@ def test_jitter_seeded_and_off_by_default():
     s1 = [j1(100) for _ in range(20)]
     s2 = [j2(100) for _ in range(20)]
     assert s1 == s2 and all(100 <= x <= 116 for x in s1) and len(set(s1)) > 1 and a
+
+
+def test_hit_on_a_tile_in_flight_waits_for_the_fetch():
+    mem = MemorySystem(GPU)
+    nbytes = 16384
+    t_miss, _ = mem.read(0, ("A", 1), nbytes)
+    hbm_end = nbytes / T["hbm_bytes_per_cycle"]
+    ready = hbm_end + T["gmem_hbm_latency_cycles"] - T["gmem_l2_latency_cycles"]  # bytes are in L2
+    t_hit, hit = mem.read(1, ("A", 1), nbytes)  # requested right after the miss: merged (MSHR)
+    assert hit
+    # its L2 transfer starts when the bytes are in L2 (the link is free again by then)
+    assert t_hit == pytest.approx(ready + nbytes / T["l2_bytes_per_cycle"] + T["gmem_l2_latency_cycles"])
+    assert mem.bytes_from_hbm == nbytes  # fetched once
