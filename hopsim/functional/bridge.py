@@ -119,7 +119,8 @@ def global_ranges(gmem, tmap, coords) -> tuple:
         ok = (ok[:, None] & inb[None, :]).ravel()
     start = addr + lo * esize
     n = (hi - lo) * esize
-    return tuple((int(start + r), n) for r in rows[ok])
+    starts = (rows[ok] + start).tolist()
+    return tuple(zip(starts, [n] * len(starts)))
 
 
 def _smem_addrs(dst: int, nbytes: int, span: int) -> np.ndarray:

@@ -142,13 +142,13 @@ class Checker:
 
     def wgmma_issue(self, ident: int, chunks: np.ndarray, wg, group: int, ws, op) -> None:
         self.smem_read(chunks, "wgmma.mma_async operand fetch")
-        np.add.at(self.wgmma_reading, chunks, 1)
+        self.wgmma_reading[chunks] += 1  # chunks are unique (sorted np.unique)
         self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text)
 
     def wgmma_retire(self, ident: int) -> None:
         rec = self.wgmma_inflight.pop(ident, None)
         if rec is not None:
-            np.subtract.at(self.wgmma_reading, rec[0], 1)
+            self.wgmma_reading[rec[0]] -= 1
 
     # ------------------------------------------------------------------------- mbarrier parity
     def wait_phase(self, ws, addr: int, parity: int, bar) -> int:

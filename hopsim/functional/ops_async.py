@@ -137,6 +137,22 @@ def _tma_store(ins, ctx):
     return Kind.TMA_STORE, fn
 
 
+_CHUNKS: dict = {}
+
+
+def _chunks(desc_a, desc_b, n, dtype_a, dtype_b, ta, tb) -> np.ndarray:
+    """Sorted unique 16-B smem chunks read by one wgmma (A through desc_a unless None, and B)."""
+    key = (desc_a, desc_b, n, dtype_a, ta, tb)
+    c = _CHUNKS.get(key)
+    if c is None:
+        cb = bridge.operand_chunks(desc_b, "B", n, dtype_b, tb)
+        c = cb if desc_a is None else np.union1d(bridge.operand_chunks(desc_a, "A", 64, dtype_a, ta), cb)
+        if len(_CHUNKS) > 4096:
+            _CHUNKS.clear()
+        _CHUNKS[key] = c
+    return c
+
+
 @builder("WgmmaMmaAsync")
 def _wgmma(ins, ctx):
     n = ins.shape_n
@@ -163,8 +179,7 @@ def _wgmma(ins, ctx):
         chk = ex.checker
         if chk.active:
             chk.wgmma_fence_rule(g, rows, ex.prog.ops[ws.pc])
-        chunks_b = bridge.operand_chunks(desc_b, "B", n, dtype_b, tb)
-        chunks = chunks_b if a_regs else np.union1d(bridge.operand_chunks(desc_a, "A", 64, dtype_a, ta), chunks_b)
+        chunks = _chunks(desc_a, desc_b, n, dtype_a, dtype_b, ta, tb)
         if len(chunks) and (chunks[0] < 0 or chunks[-1] * CHUNK + CHUNK > ex.smem_size):
             raise IllegalInstruction(f"wgmma operand through descriptor reads shared 0x{int(chunks[-1]) * CHUNK:x}, "
                                      f"outside the CTA's {ex.smem_size} shared bytes")

@@ -170,3 +170,143 @@ def setup(k: int, n: int, seed: int = 0, swizzle: int = 128):
     ha = g.register_tensor_map("tmA", tensor_map(aa, 64, k, swizzle=swizzle))
     hb = g.register_tensor_map("tmB", tensor_map(ab, n, k, box_rows=n, swizzle=swizzle))
     return g, {"tmA": ha, "tmB": hb, "D": ad, "KT": k // 64}, a, b
+
+
+def ws_gemm_text(stages: int = 4) -> str:
+    """Warp-specialised 128x128x64-tile GEMM (the benchmark shape): D[128,128] f32 = A[128,K] @ B[128,K]^T.
+
+    384 threads: warpgroup 0 = producer (warp 0, lane 0 issues; warps 1-3 exit), warpgroups 1 and 2 =
+    consumers (rows 0-63 and 64-127, m64n128k16 each). Per stage: A 128x64 + B 128x64 f16 (32 KB),
+    full[s] (count 1, arrive.expect_tx) and empty[s] (count 2: one arrive per consumer warpgroup).
+    """
+    sa = 128 * 64 * 2
+    stage = 2 * sa
+    bars = stages * stage
+    dconst = desc_const()
+    wg = []
+    for k in range(4):
+        sd = "%p3" if k == 0 else "1"
+        wg.append(f"    add.u64 %rd10, %rd4, {2 * k};\n    add.u64 %rd11, %rd5, {2 * k};\n"
+                  f"    wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{%acc0..%acc63}}, "
+                  f"%rd10, %rd11, {sd}, 1, 1, 0, 0;")
+    epi = []
+    for v2 in range(16):
+        for v1 in range(2):
+            r = 4 * v2 + 2 * v1
+            epi.append(f"    st.global.v2.f32 [%rd20+{(8 * v1 * 128 + 8 * v2) * 4}], {{%acc{r}, %acc{r + 1}}};")
+    return f"""
+.kernel gemm_ws_128x128x64
+.param .tmap tmA, tmB
+.param .u64 D
+.param .u32 KT
+.shared .align 1024 .b8 smem[{bars + 16 * stages}]
+.reg .u32 %r<32>
+.reg .u64 %rd<24>
+.reg .pred %p<8>
+.reg .f32 %acc<64>
+    mov.u32 %r0, %tid.x;
+    shr.u32 %r1, %r0, 7;                              // warpgroup
+    ld.param.u32 %r2, [KT];
+    setp.eq.u32 %p0, %r0, 0;
+    mov.u32 %r3, 0;
+INIT:
+    shl.b32 %r4, %r3, 3;
+    add.u32 %r4, %r4, {bars};
+@%p0 mbarrier.init.shared::cta.b64 [%r4], 1;          // full[s]
+    add.u32 %r4, %r4, {8 * stages};
+@%p0 mbarrier.init.shared::cta.b64 [%r4], 2;          // empty[s]
+    add.u32 %r3, %r3, 1;
+    setp.lt.u32 %p1, %r3, {stages};
+@%p1 bra INIT;
+    fence.mbarrier_init.release.cluster;
+    bar.sync 0;
+    setp.ne.u32 %p1, %r1, 0;
+@%p1 bra CONSUMER;
+    setp.ge.u32 %p2, %r0, 32;
+@%p2 bra DONE;                                        // warps 1-3 of the producer warpgroup
+    mov.u32 %r5, 0;                                   // kb
+    mov.u32 %r8, 0;
+PLOOP:
+    and.b32 %r6, %r5, {stages - 1};                   // stage (stages is a power of 2)
+    shr.u32 %r7, %r5, {stages.bit_length() - 1};
+    and.b32 %r7, %r7, 1;
+    xor.b32 %r7, %r7, 1;                              // empty parity: starts at 1 (buffers free)
+    shl.b32 %r9, %r6, 3;
+    add.u32 %r10, %r9, {bars + 8 * stages};           // empty[s]
+    add.u32 %r9, %r9, {bars};                         // full[s]
+PWAIT:
+    mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r10], %r7;
+@!%p4 bra PWAIT;
+    mul.lo.u32 %r11, %r6, {stage};
+    add.u32 %r12, %r11, {sa};
+    shl.b32 %r13, %r5, 6;
+@%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r9], {stage};
+@%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r11], [tmA, {{%r13, %r8}}], [%r9];
+@%p0 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r12], [tmB, {{%r13, %r8}}], [%r9];
+    add.u32 %r5, %r5, 1;
+    setp.lt.u32 %p5, %r5, %r2;
+@%p5 bra PLOOP;
+    bra DONE;
+CONSUMER:
+    sub.u32 %r14, %r1, 1;                             // consumer index c (rows 64c..64c+63)
+    and.b32 %r15, %r0, 127;
+    setp.eq.u32 %p6, %r15, 0;                         // one arriving thread per consumer warpgroup
+    mov.u64 %rd0, {dconst};
+    mov.u32 %r5, 0;
+CLOOP:
+    and.b32 %r6, %r5, {stages - 1};                   // stage (stages is a power of 2)
+    shr.u32 %r7, %r5, {stages.bit_length() - 1};
+    and.b32 %r7, %r7, 1;
+    shl.b32 %r9, %r6, 3;
+    add.u32 %r10, %r9, {bars + 8 * stages};
+    add.u32 %r9, %r9, {bars};
+CWAIT:
+    mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r9], %r7;
+@!%p4 bra CWAIT;
+    mul.lo.u32 %r11, %r6, {stage};
+    mad.lo.u32 %r16, %r14, 8192, %r11;                // A rows of this consumer
+    add.u32 %r12, %r11, {sa};
+    shr.u32 %r16, %r16, 4;
+    shr.u32 %r12, %r12, 4;
+    cvt.u64.u32 %rd1, %r16;
+    cvt.u64.u32 %rd2, %r12;
+    add.u64 %rd4, %rd0, %rd1;
+    add.u64 %rd5, %rd0, %rd2;
+    setp.ne.u32 %p3, %r5, 0;
+    wgmma.fence.sync.aligned;
+{chr(10).join(wg)}
+    wgmma.commit_group.sync.aligned;
+    wgmma.wait_group.sync.aligned 0;
+@%p6 mbarrier.arrive.shared::cta.b64 _, [%r10];
+    add.u32 %r5, %r5, 1;
+    setp.lt.u32 %p5, %r5, %r2;
+@%p5 bra CLOOP;
+    shr.u32 %r20, %r15, 5;
+    and.b32 %r21, %r15, 31;
+    shr.u32 %r22, %r21, 2;
+    shl.b32 %r23, %r20, 4;
+    add.u32 %r23, %r23, %r22;
+    mad.lo.u32 %r23, %r14, 64, %r23;                  // row
+    and.b32 %r24, %r21, 3;
+    shl.b32 %r24, %r24, 1;
+    mad.lo.u32 %r25, %r23, 128, %r24;
+    mul.wide.u32 %rd21, %r25, 4;
+    ld.param.u64 %rd20, [D];
+    add.u64 %rd20, %rd20, %rd21;
+{chr(10).join(epi)}
+DONE:
+    exit;
+"""
+
+
+def ws_setup(k: int, seed: int = 0):
+    from hopsim.functional.gmem import GlobalMemory
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((128, k)).astype(np.float16)
+    b = rng.standard_normal((128, k)).astype(np.float16)
+    g = GlobalMemory()
+    aa, ab = g.alloc("A", a), g.alloc("B", b)
+    ad = g.alloc("D", 128 * 128 * 4)
+    ha = g.register_tensor_map("tmA", tensor_map(aa, 128, k, box_rows=128))
+    hb = g.register_tensor_map("tmB", tensor_map(ab, 128, k, box_rows=128))
+    return g, {"tmA": ha, "tmB": hb, "D": ad, "KT": k // 64}, a, b

@@ -124,3 +124,13 @@ def test_wgmma_effect_fields():
     assert waits and waits[0].blocked_on == ("wgmma", 0, 0)
     d = g.view("D", np.float32).reshape(64, 64)
     np.testing.assert_allclose(d, reference(a, b), rtol=1e-5, atol=2e-3)
+
+
+@pytest.mark.parametrize("order", ["oldest", "newest"])
+def test_warp_specialised_gemm_equals_numpy(order):
+    from _gemm_kernel import ws_gemm_text, ws_setup
+    g, params, a, b = ws_setup(512)
+    st = run_kernel(kernel(ws_gemm_text(4)), Launch(block=384, params=params), g, order=order)
+    d = g.view("D", np.float32).reshape(128, 128)
+    np.testing.assert_allclose(d, reference(a, b), rtol=1e-5, atol=1e-4 * np.sqrt(512))
+    assert st.by_kind[Kind.MBAR_WAIT] > 0
