@@ -107,9 +107,11 @@ def op_spec(op: str, where: str | None = None) -> OpSpec:
 def _check_batch(spec: OpSpec, a: np.ndarray, where: str | None, row_names: Sequence[str] | None = None) -> None:
     """Raise InputError for the first misaligned / out-of-range address (inactive = -1)."""
     used = a[:, : spec.lanes]
+    bad_range = ((used < -1) | (used >= SMEM_BYTES))
+    bad_align = (used & (spec.width - 1)).astype(bool) & (used >= 0)
     act = used != -1
-    bad_range = act & ((used < 0) | (used >= SMEM_BYTES))
-    bad_align = act & ~bad_range & (used % spec.width != 0)
+    if spec.cls in ("ld", "st") and not (bad_range.any() or bad_align.any()):
+        return
     for bad, allowed in ((bad_range, f"a byte address in 0..{SMEM_BYTES - 1} or null (inactive lane)"),
                          (bad_align, f"a multiple of {spec.width} (the access width of {spec.name})")):
         if bad.any():
@@ -147,17 +149,43 @@ def to_lane_array(addrs: Sequence[int | None], op: str | OpSpec, where: str | No
 
 
 # --------------------------------------------------------------------------------------- the model
+_INACTIVE_KEY = np.int32(127 << 17)  # slot field 127 (no real slot): an inactive lane
+
+
 def _group_costs(unit: np.ndarray, slots: int, lanes: int) -> np.ndarray:
-    """(n, L) units (-1 inactive) -> (n, L // lanes) cost: max over slots of distinct units."""
+    """(n, L) units (-1 inactive) -> (n, L // lanes) cost: max over slots of distinct units.
+
+    One sort per warp on a packed int32 key, then a segmented count of first occurrences:
+
+        key = | group (lane // lanes) : 6 bits | slot : 7 bits | unit : 17 bits |
+              (an inactive lane: slot = 127, so it sorts last inside its own group)
+        sorted keys  g0s0u5 g0s0u5 g0s0u9 | g0s3u3 | g1s0u1 ...   (| = new (group, slot) run)
+        distinct     1      .      2      | 1      | 1
+        cost(g)      = max distinct count over the runs of group g
+    """
     n, L = unit.shape
     ng = L // lanes
-    u = np.sort(unit.reshape(n * ng, lanes), axis=1)
-    first = np.empty(u.shape, dtype=bool)
-    first[:, 0] = u[:, 0] >= 0
-    first[:, 1:] = (u[:, 1:] != u[:, :-1]) & (u[:, 1:] >= 0)
-    key = (np.arange(n * ng, dtype=np.int64)[:, None] * slots + (u % slots)).ravel()
-    counts = np.bincount(key, weights=first.ravel(), minlength=n * ng * slots).reshape(n * ng, slots)
-    return counts.max(axis=1).astype(np.int64).reshape(n, ng)
+    gid = ((np.arange(L, dtype=np.int32) // lanes) << 24)[None, :]
+    u = unit.astype(np.int32, copy=False)
+    key = ((u & (slots - 1)) << 17) | u
+    key[u < 0] = _INACTIVE_KEY  # slot field 127: sorts after the group's active lanes
+    key |= gid
+    k = np.ascontiguousarray(np.sort(key, axis=1).T)  # (L, n): per-lane steps vectorise over n
+    valid = (k & _INACTIVE_KEY) != _INACTIVE_KEY
+    first = np.empty(k.shape, dtype=bool)
+    first[0] = valid[0]
+    np.logical_and(k[1:] != k[:-1], valid[1:], out=first[1:])
+    seg = k >> 17
+    start = np.empty(k.shape, dtype=bool)
+    start[0] = True
+    np.not_equal(seg[1:], seg[:-1], out=start[1:])
+    # segmented count of first occurrences; explicit loops over the (<= 32) lanes are vector ops
+    # over the n accesses (numpy's cumsum / accumulate along axis 0 are much slower here)
+    cnt = first.astype(np.int8)
+    for i in range(1, k.shape[0]):
+        np.add(cnt[i], cnt[i - 1] * ~start[i], out=cnt[i])
+    # the group field keeps every group's lanes in its own block of rows after the sort
+    return cnt.reshape(ng, lanes, n).max(axis=1).T.astype(np.int64)
 
 
 def _pair_uniform(a: np.ndarray, lanes_per_group: int) -> np.ndarray:
@@ -168,13 +196,21 @@ def _pair_uniform(a: np.ndarray, lanes_per_group: int) -> np.ndarray:
         lanes   0 1 2 3 | 4 5 6 7 | ...      n^1 pairs: (0,1) (2,3) ...   n^2 pairs: (0,2) (1,3) ...
     """
     n = a.shape[0]
-    act = a >= 0
-    ok = []
-    for x in (1, 2):
-        idx = np.arange(32) ^ x
-        same = (a == a[:, idx]) | ~act | ~act[:, idx]
-        ok.append(same.reshape(n, -1, lanes_per_group).all(axis=2))
-    return ok[0] | ok[1]
+    t = np.ascontiguousarray(a.T)  # (32, n): each step below is one vector op over the n accesses
+    ng = 32 // lanes_per_group
+    out = np.empty((n, ng), dtype=bool)
+    for g in range(ng):
+        ok = []
+        for x in (1, 2):
+            acc = np.ones(n, dtype=bool)
+            for lane in range(g * lanes_per_group, (g + 1) * lanes_per_group):
+                if lane & x:
+                    continue
+                lo, hi = t[lane], t[lane ^ x]
+                acc &= (lo == hi) | (np.minimum(lo, hi) < 0)
+            ok.append(acc)
+        out[:, g] = ok[0] | ok[1]
+    return out
 
 
 def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -184,9 +220,8 @@ def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     The two wavefront counts differ only for pair-uniform 64/128-bit loads that still conflict.
     """
     n = a.shape[0]
-    a = a[:, : spec.lanes]
-    act = a >= 0
-    unit = np.where(act, a // spec.unit, -1).astype(np.int64)
+    a = a[:, : spec.lanes].astype(np.int32, copy=False)
+    unit = a >> (spec.unit.bit_length() - 1)  # -1 stays -1 (inactive)
     g = spec.group
     base = _group_costs(unit, spec.slots, g)  # (n, ng)
     if not (spec.cls == "ld" and spec.width >= 8):
@@ -195,10 +230,13 @@ def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
         return wf, wf, groups
     # 64/128-bit loads: neighbouring groups (half-warps of .v2, quarter pairs of .v4) merge into
     # one group of 2g lanes when the lanes are pair-uniform (n^1 or n^2).
-    merged = _group_costs(unit, spec.slots, 2 * g)  # (n, ng/2)
     pair_sum = base.reshape(n, -1, 2).sum(axis=2)
     pair_groups = (base > 0).reshape(n, -1, 2).sum(axis=2)
     ok_hw = _pair_uniform(a, 2 * g)
+    merged = pair_sum.copy()  # only evaluated (and only used) where the lanes are pair-uniform
+    rows = np.flatnonzero(ok_hw.any(axis=1))
+    if rows.size:
+        merged[rows] = _group_costs(unit[rows], spec.slots, 2 * g)
     ok_sass = ok_hw & (merged <= 1)  # the SASS counter merges only a conflict-free group
     wf = np.where(ok_sass, merged, pair_sum).sum(axis=1)
     hw = np.where(ok_hw, merged, pair_sum).sum(axis=1)
@@ -206,7 +244,7 @@ def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return wf, hw, groups
 
 
-def wavefronts_batch(op: str, addrs, *, validate: bool = True, chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+def wavefronts_batch(op: str, addrs, *, validate: bool = True, chunk: int = 1 << 14) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts and bank conflicts of `n` warp accesses of one op.
 
     addrs: int array (n, 32) of byte addresses, -1 for an inactive lane (lanes >= 8N of
@@ -220,12 +258,15 @@ def wavefronts_batch(op: str, addrs, *, validate: bool = True, chunk: int = 1 <<
         raise InputError("addrs", f"<array of shape {a.shape}>", "an int array of shape (n, 32)")
     if not np.issubdtype(a.dtype, np.integer):
         raise InputError("addrs", f"<array of dtype {a.dtype}>", "an integer array (-1 = inactive lane)")
-    a = a.astype(np.int64, copy=False)
     if spec.lanes < 32:
         a = a.copy()
         a[:, spec.lanes:] = -1
-    if validate:
-        _check_batch(spec, a, None)
+    if validate and a.size and (a.min() < -1 or a.max() >= SMEM_BYTES):
+        _check_batch(spec, a.astype(np.int64), None)
+    a = a.astype(np.int32, copy=False)
+    if validate and a.size and (spec.cls in ("ldsm", "stsm") or (
+            spec.width > 1 and np.count_nonzero(a & (spec.width - 1)) != np.count_nonzero(a == -1))):
+        _check_batch(spec, a.astype(np.int64), None)
     n = a.shape[0]
     wf = np.empty(n, dtype=np.int64)
     cf = np.empty(n, dtype=np.int64)
