@@ -61,6 +61,49 @@ def gemm_scripts(cta: int, gx: int, kblocks: int):
             cons1 + [("exit",)], idle, idle, idle]
 
 
+def ir_gemm_kernel_text() -> str:
+    """The warp-specialised 128x128x64 GEMM of tests/functional/_gemm_kernel.py (producer warp,
+    2 consumer warpgroups, 4 stages), patched for a grid: the A box row = 128 * %ctaid.y, the B box
+    row = 128 * %ctaid.x, and each CTA writes its own 64 KB slab of D. (Until kernels/ ships the IR
+    GEMM family.)"""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "functional"))
+    from _gemm_kernel import ws_gemm_text
+    t = ws_gemm_text(STAGES)
+    patches = [
+        ("    mov.u32 %r8, 0;\n", "    mov.u32 %r8, %ctaid.y;\n    shl.b32 %r8, %r8, 7;\n"
+                                "    mov.u32 %r17, %ctaid.x;\n    shl.b32 %r17, %r17, 7;\n"),
+        ("[tmB, {%r13, %r8}]", "[tmB, {%r13, %r17}]"),
+        ("    ld.param.u64 %rd20, [D];\n", "    ld.param.u64 %rd20, [D];\n    mov.u32 %r26, %ctaid.y;\n"
+                                          "    mov.u32 %r27, %nctaid.x;\n    mov.u32 %r28, %ctaid.x;\n"
+                                          "    mad.lo.u32 %r26, %r26, %r27, %r28;\n"
+                                          "    mul.wide.u32 %rd22, %r26, 65536;\n    add.u64 %rd20, %rd20, %rd22;\n"),
+    ]
+    for old, new in patches:
+        assert t.count(old) == 1, old
+        t = t.replace(old, new)
+    return t
+
+
+def run_ir_case(m: int, n: int, k: int, *, memo: bool):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "functional"))
+    import numpy as np
+    from _gemm_kernel import tensor_map
+    from hopsim.functional.gmem import GlobalMemory
+    from isa.ir.parser import parse
+    kernel = parse(ir_gemm_kernel_text())
+    g = GlobalMemory()
+    aa = g.alloc("A", np.zeros((m, k), np.float16))
+    ab = g.alloc("B", np.zeros((n, k), np.float16))
+    ad = g.alloc("D", m * n * 4)
+    ha = g.register_tensor_map("tmA", tensor_map(aa, m, k, box_rows=BM))
+    hb = g.register_tensor_map("tmB", tensor_map(ab, n, k, box_rows=BN))
+    launch = Launch(grid=(n // BN, m // BM, 1), block=(384, 1, 1), params={"tmA": ha, "tmB": hb, "D": ad, "KT": k // BK})
+    kw = dict(memory="partitioned", memo=True) if memo else {}
+    t0 = time.perf_counter()
+    r = simulate(kernel, launch, load_gpu(), values=False, gmem=g, flop_count=2 * m * n * k, **kw)
+    return time.perf_counter() - t0, r
+
+
 def run_case(m: int, n: int, k: int, *, memo: bool):
     gx, gy = n // BN, m // BM
     kernel = SimpleNamespace(name=f"gemm_{m}x{n}x{k}", static_smem_bytes=STAGES * 2 * TILE_BYTES + 1024, regs=())
@@ -74,35 +117,46 @@ def run_case(m: int, n: int, k: int, *, memo: bool):
 
 
 CASES = {
-    "mainloop_k4096": (lambda: run_case(128, 128, 4096, memo=False), 0.5),
-    "gemm_4096": (lambda: run_case(4096, 4096, 4096, memo=True), 10.0),
-    "gemm_8192": (lambda: run_case(8192, 8192, 8192, memo=True), 60.0),
+    "mainloop_k4096": (lambda f: f(128, 128, 4096, memo=False), 0.5),
+    "gemm_4096": (lambda f: f(4096, 4096, 4096, memo=True), 10.0),
+    "gemm_8192": (lambda f: f(8192, 8192, 8192, memo=True), 60.0),
 }
+SOURCES = {"ir": run_ir_case, "scripted": run_case}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--only", choices=sorted(CASES))
+    ap.add_argument("--source", choices=sorted(SOURCES), action="append",
+                    help="instruction stream source (repeatable; default: ir and scripted)")
     args = ap.parse_args(argv)
     rows = []
-    for name, (fn, target) in CASES.items():
-        if args.only and name != args.only:
-            continue
-        wall, r = fn()
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        rows.append({"case": name, "source": "scripted", "wall_s": round(wall, 3), "target_s": target,
-                     "ok": wall < target, "sim_cycles": r.cycles, "sim_tflops": round(r.tflops, 1),
-                     "ctas": r.ctas, "waves": r.waves, "detailed_ctas": r.extra.get("detailed_ctas"),
-                     "memo_hits": r.extra.get("memo_hits"), "peak_rss_mb": round(rss_mb)})
+    for source in args.source or ["ir", "scripted"]:
+        run_ir_case(128, 128, 128, memo=False) if source == "ir" else run_case(128, 128, 128, memo=False)  # warm-up
+        for name, (fn, target) in CASES.items():
+            if args.only and name != args.only:
+                continue
+            wall, r = fn(SOURCES[source])
+            rows.append(_row(name, source, target, wall, r))
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         for row in rows:
-            print(f"{row['case']:16s} {row['wall_s']:7.2f} s (target {row['target_s']} s, {'ok' if row['ok'] else 'SLOW'}) "
-                  f"sim {row['sim_cycles']} cycles, {row['sim_tflops']} TFLOP/s, {row['ctas']} CTAs, {row['waves']} waves, "
-                  f"detailed {row['detailed_ctas']}, memo hits {row['memo_hits']}, peak RSS {row['peak_rss_mb']} MB")
+            print(f"{row['source']:8s} {row['case']:16s} {row['wall_s']:7.2f} s (target {row['target_s']} s, "
+                  f"{'ok' if row['ok'] else 'SLOW'}) sim {row['sim_cycles']} cycles, {row['sim_tflops']} TFLOP/s, "
+                  f"{row['ctas']} CTAs, {row['waves']} waves, detailed {row['detailed_ctas']}, memo hits "
+                  f"{row['memo_hits']}, peak RSS {row['peak_rss_mb']} MB")
     return 0
+
+
+def _row(name, source, target, wall, r):
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"case": name, "source": source, "wall_s": round(wall, 3), "target_s": target,
+            "ok": wall < target, "sim_cycles": r.cycles, "sim_tflops": round(r.tflops, 1),
+            "ctas": r.ctas, "waves": r.waves, "detailed_ctas": r.extra.get("detailed_ctas"),
+            "memo_hits": r.extra.get("memo_hits"), "tile_plan": r.extra.get("tile_plan"),
+            "peak_rss_mb": round(rss_mb)}
 
 
 if __name__ == "__main__":

@@ -232,9 +232,9 @@ class CtaRun:
         done = issued
         lines = {}
         for addr, nbytes in eff.gmem_ranges:
-            a = addr - addr % LINE
-            while a < addr + nbytes:
-                lines[a] = lines.get(a, 0) + min(LINE, addr + nbytes - a)
+            a, end = addr - addr % LINE, addr + nbytes
+            while a < end:
+                lines[a] = lines.get(a, 0) + min(a + LINE, end) - max(a, addr)
                 a += LINE
         if eff.is_write:
             for a, b in lines.items():
