@@ -41,7 +41,7 @@ class SharedMemory:
     def nbytes(self) -> int:
         return self.data.size
 
-    def _check(self, addrs: np.ndarray, size: int, what: str) -> None:
+    def _check(self, addrs: np.ndarray, size: int, what: str, aligned: bool = True) -> None:
         if addrs.size == 0:
             return
         lo, hi = int(addrs.min()), int(addrs.max())
@@ -49,7 +49,7 @@ class SharedMemory:
             bad = lo if lo < 0 else hi
             raise InputError(f"{what} address", bad, f"0 <= address <= {self.nbytes - size} "
                              f"(shared memory has {self.nbytes} B, access is {size} B)")
-        if size > 1:
+        if aligned and size > 1:
             mis = addrs % size != 0
             if mis.any():
                 raise InputError(f"{what} address", int(addrs[mis].flat[0]),
@@ -82,14 +82,14 @@ class SharedMemory:
 
     def read_bytes(self, addr: int, n: int) -> np.ndarray:
         """A copy of n bytes starting at addr."""
-        self._check(np.array([int(addr)]), max(int(n), 1), "read_bytes")
+        self._check(np.array([int(addr)]), max(int(n), 1), "read_bytes", aligned=False)
         return self.data[int(addr):int(addr) + int(n)].copy()
 
     def write_bytes(self, addr: int, data) -> None:
         """Store bytes (anything np.uint8 accepts, or a bytes object) at addr."""
         b = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray)) else \
             np.asarray(data, dtype=np.uint8).ravel()
-        self._check(np.array([int(addr)]), max(b.size, 1), "write_bytes")
+        self._check(np.array([int(addr)]), max(b.size, 1), "write_bytes", aligned=False)
         self.data[int(addr):int(addr) + b.size] = b
 
     def __repr__(self) -> str:
