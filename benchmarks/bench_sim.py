@@ -61,36 +61,14 @@ def gemm_scripts(cta: int, gx: int, kblocks: int):
             cons1 + [("exit",)], idle, idle, idle]
 
 
-def ir_gemm_kernel_text() -> str:
-    """The warp-specialised 128x128x64 GEMM of tests/functional/_gemm_kernel.py (producer warp,
-    2 consumer warpgroups, 4 stages), patched for a grid: the A box row = 128 * %ctaid.y, the B box
-    row = 128 * %ctaid.x, and each CTA writes its own 64 KB slab of D. (Until kernels/ ships the IR
-    GEMM family.)"""
-    sys.path.insert(0, os.path.join(ROOT, "tests", "functional"))
-    from _gemm_kernel import ws_gemm_text
-    t = ws_gemm_text(STAGES)
-    patches = [
-        ("    mov.u32 %r8, 0;\n", "    mov.u32 %r8, %ctaid.y;\n    shl.b32 %r8, %r8, 7;\n"
-                                "    mov.u32 %r17, %ctaid.x;\n    shl.b32 %r17, %r17, 7;\n"),
-        ("[tmB, {%r13, %r8}]", "[tmB, {%r13, %r17}]"),
-        ("    ld.param.u64 %rd20, [D];\n", "    ld.param.u64 %rd20, [D];\n    mov.u32 %r26, %ctaid.y;\n"
-                                          "    mov.u32 %r27, %nctaid.x;\n    mov.u32 %r28, %ctaid.x;\n"
-                                          "    mad.lo.u32 %r26, %r26, %r27, %r28;\n"
-                                          "    mul.wide.u32 %rd22, %r26, 65536;\n    add.u64 %rd20, %rd20, %rd22;\n"),
-    ]
-    for old, new in patches:
-        assert t.count(old) == 1, old
-        t = t.replace(old, new)
-    return t
-
-
 def run_ir_case(m: int, n: int, k: int, *, memo: bool):
     sys.path.insert(0, os.path.join(ROOT, "tests", "functional"))
     import numpy as np
     from _gemm_kernel import tensor_map
     from hopsim.functional.gmem import GlobalMemory
     from isa.ir.parser import parse
-    kernel = parse(ir_gemm_kernel_text())
+    from tests.timing.ir_gemm import grid_ws_gemm_text
+    kernel = parse(grid_ws_gemm_text(STAGES))
     g = GlobalMemory()
     aa = g.alloc("A", np.zeros((m, k), np.float16))
     ab = g.alloc("B", np.zeros((n, k), np.float16))
