@@ -61,8 +61,22 @@ def _attr(obj, *names, default=None):
     raise IllegalInstruction(f"tensor map {obj!r} has none of the fields {names}")
 
 
+_GEOM: dict[int, tuple] = {}
+
+
 def _geometry(tmap):
     """(global address, dims, strides (bytes; dim 0 = elem size), box, elem bytes, swizzle span)."""
+    hit = _GEOM.get(id(tmap))
+    if hit is not None and hit[0] is tmap:
+        return hit[1]
+    g = _geometry_uncached(tmap)
+    if len(_GEOM) > 1024:
+        _GEOM.clear()
+    _GEOM[id(tmap)] = (tmap, g)
+    return g
+
+
+def _geometry_uncached(tmap):
     esize = int(_attr(tmap, "elem_bytes", "element_bytes", "elem_size"))
     dims = tuple(int(d) for d in _attr(tmap, "global_dims", "dims", "global_dim"))
     strides = tuple(int(s) for s in _attr(tmap, "global_strides", "strides", "global_stride"))

@@ -99,11 +99,14 @@ class Checker:
     def _any(arr, chunks):
         if isinstance(chunks, tuple):
             lo, hi = chunks
-            nz = np.flatnonzero(arr[lo:hi])
-            return int(lo + nz[0]) if len(nz) else None
+            vals = arr[lo:hi]
+            if not vals.any():
+                return None
+            return int(lo + np.flatnonzero(vals)[0])
         vals = arr[chunks]
-        nz = np.flatnonzero(vals)
-        return int(np.asarray(chunks)[nz[0]]) if len(nz) else None
+        if not vals.any():
+            return None
+        return int(np.asarray(chunks)[np.flatnonzero(vals)[0]])
 
     def _tma_record(self, chunk: int):
         for rec in self.tma_inflight.values():

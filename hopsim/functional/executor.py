@@ -79,9 +79,10 @@ class Launch:
 class WarpState:
     """Per-warp control state."""
 
-    __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase")
+    __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase",
+                 "uni", "sreg_uni", "none")
 
-    def __init__(self, w: int, num_threads: int, sregs: dict):
+    def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0):
         self.w = w
         self.pc = 0
         self.done = False
@@ -94,6 +95,9 @@ class WarpState:
         self.wg = w // 4
         self.sreg = sregs
         self.last_phase: dict[int, int] = {}  # mbarrier addr -> last phase this warp saw complete
+        self.uni: list = [None] * num_regs    # warp-uniform register values (program.py, fast path)
+        self.sreg_uni = {k: int(v[0]) for k, v in sregs.items() if v.min() == v.max()}
+        self.none = np.zeros(WARP, dtype=bool)
 
 
 class WarpgroupState:
@@ -149,7 +153,10 @@ class CTAExecutor:
         self.mbar: dict[int, MbarrierState] = {}
         self.bars: dict[int, list] = {}     # id -> [arrived_threads, generation, warps]
         self.bulk: dict[int, dict] = {}     # warp -> {"uncommitted": [], "groups": [], "committed", "completed"}
-        self.warps = [WarpState(w, nthreads, self._sregs(w)) for w in range(self.num_warps)]
+        nregs = self.bits.shape[0]
+        self.warps = [WarpState(w, nthreads, self._sregs(w), nregs) for w in range(self.num_warps)]
+        for ws in self.warps:  # registers start at 0 in every lane
+            ws.uni = [0] * nregs
         self.wgs = [WarpgroupState(g) for g in range(-(-self.num_warps // 4))]
         self.checker = Checker(self, enabled=checks, check_phases=check_phases)
         self.issued = 0
@@ -267,6 +274,9 @@ class CTAExecutor:
         g = op.guard_row
         if g is None:
             return ws.active
+        u = ws.uni[g]
+        if u is not None:
+            return ws.active if (u != 0) != op.guard_neg else ws.none
         p = self.bits[g, ws.lanes] != 0
         if op.guard_neg:
             p = ~p

@@ -18,6 +18,8 @@ Not modelled: caching, coherence, alignment faults of the hardware beyond natura
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from hopsim.functional.errors import IllegalInstruction
@@ -92,17 +94,21 @@ class GlobalMemory:
 
     # ----------------------------------------------------------------------------- per-lane access
     def _lane_offsets(self, addrs: np.ndarray, size: int) -> tuple[np.ndarray, int]:
-        addrs = np.asarray(addrs, dtype=np.uint64)
-        lo, hi = int(addrs.min()), int(addrs.max())
-        i, _ = self.locate(lo, 1)
-        base, buf = self._bases[i], self._bufs[i]
-        if hi + size > base + buf.nbytes:
+        al = np.asarray(addrs).tolist()
+        lo, hi = min(al), max(al)
+        i = bisect.bisect_right(self._bases, lo) - 1
+        if i < 0 or hi + size > self._bases[i] + self._bufs[i].nbytes:
+            self.locate(lo, 1)
             self.locate(hi, size)  # raises with a message (or the range spans two buffers)
             raise IllegalInstruction(f"one warp access spans two global buffers (0x{lo:x} .. 0x{hi:x})")
-        if (lo % size) or np.any(addrs % np.uint64(size)):
-            bad = int(addrs[np.nonzero(addrs % np.uint64(size))[0][0]])
-            raise IllegalInstruction(f"misaligned global access of {size} B at 0x{bad:x}")
-        return (addrs - np.uint64(base)).astype(np.int64), i
+        if size & (size - 1) == 0:
+            bad = [x for x in al if x & (size - 1)]
+        else:
+            bad = [x for x in al if x % size]
+        if bad:
+            raise IllegalInstruction(f"misaligned global access of {size} B at 0x{bad[0]:x}")
+        base = self._bases[i]
+        return np.asarray(al, dtype=np.int64) - base, i
 
     def load(self, addrs: np.ndarray, dtype, count: int = 1) -> np.ndarray:
         """Per-lane load: values[len(addrs), count] of dtype from each address (a vector of `count`

@@ -11,7 +11,8 @@ import numpy as np
 from hopsim.functional.effect import Kind
 from hopsim.functional.errors import DivergentBranch, IllegalInstruction
 from hopsim.functional.program import (
-    builder, imm_value, reader, reg_setter, sym_getter, value_getter,
+    builder, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,
+    with_scalar,
 )
 from hopsim.functional.regs import TYPES
 from hopsim.functional.wgmma import bf16_bits_to_f32, f32_to_bf16_bits
@@ -55,6 +56,8 @@ def _half_lanes(t: str, fn):
 
 _UNSIGNED = {"u32": np.uint32, "b32": np.uint32, "s32": np.uint32,
              "u64": np.uint64, "b64": np.uint64, "s64": np.uint64}
+_SCALAR = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "And": lambda a, b: a & b,
+           "Or": lambda a, b: a | b, "Xor": lambda a, b: a ^ b}
 _SIGN_AGNOSTIC = {"Add": np.add, "Sub": np.subtract, "And": np.bitwise_and, "Or": np.bitwise_or,
                   "Xor": np.bitwise_xor}
 
@@ -82,9 +85,13 @@ def _fast_binop(ins, ctx, uf):
         r = uf(a, b)
         if mask is ws.active and ws.full:
             bits[rd, lanes] = r
+            ws.uni[rd] = uniform_bits(r)
         else:
             np.copyto(bits[rd, lanes], r, where=mask, casting="unsafe")
-    return Kind.ALU, fn
+    t = ins.type
+    sf = _SCALAR[type(ins).__name__]
+    return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)], rd, sf,
+                                 _width(t))
 
 
 def _binop(ins, ctx, f):
@@ -159,7 +166,7 @@ def _shift(ins, ctx, left: bool):
     ga = value_getter(ins.a, t, ctx)
     gb = value_getter(ins.b, "u32", ctx)
     st = reg_setter(ins.dst, t, ctx)
-    signed = TYPES[t][0].kind == "i"
+    signed_ = TYPES[t][0].kind == "i"
     if type(ins.b).__name__ == "Imm" and 0 <= int(ins.b.value) < w:
         k = TYPES[t][0].type(int(ins.b.value))
         if left:
@@ -169,7 +176,15 @@ def _shift(ins, ctx, left: bool):
 
         def fn_imm(ex, ws, mask):
             st(ex, ws, f(ga(ex, ws)), mask)
-        return Kind.ALU, fn_imm
+        kk = int(ins.b.value)
+        if left:
+            sf = lambda a, b: a << kk  # noqa: E731
+        elif signed_:
+            sf = lambda a, b: signed(a, w) >> kk  # noqa: E731
+        else:
+            sf = lambda a, b: a >> kk  # noqa: E731
+        return Kind.ALU, with_scalar(fn_imm, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, "u32", ctx)],
+                                     ctx.row(ins.dst), sf, w)
 
     def fn(ex, ws, mask):
         a = _arr(ga(ex, ws))
@@ -180,7 +195,7 @@ def _shift(ins, ctx, left: bool):
             r = np.where(big, 0, a << bs)
         else:
             r = a >> bs
-            r = np.where(big, np.where(a < 0, -1, 0) if signed else 0, r)
+            r = np.where(big, np.where(a < 0, -1, 0) if signed_ else 0, r)
         st(ex, ws, r.astype(a.dtype), mask)
     return Kind.ALU, fn
 
@@ -238,7 +253,26 @@ def _mul(ins, ctx):
 
     def fn(ex, ws, mask):
         st(ex, ws, f(ga(ex, ws), gb(ex, ws)), mask)
+    sf = _scalar_mul(t, ins.mode)
+    if sf is not None:
+        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)],
+                                     ctx.row(ins.dst), sf, _width(dt))
     return Kind.ALU, fn
+
+
+def _scalar_mul(t: str, mode):
+    """Python-int product for integer mul/mad modes (None for floats)."""
+    if t not in _UNSIGNED and t not in ("u16", "s16"):
+        return None
+    w = _width(t)
+    sgn = t[0] == "s"
+    if mode == "lo":
+        return lambda a, b: a * b
+    if mode == "wide":
+        return (lambda a, b: signed(a, w) * signed(b, w)) if sgn else (lambda a, b: a * b)
+    if mode == "hi":
+        return (lambda a, b: (signed(a, w) * signed(b, w)) >> w) if sgn else (lambda a, b: (a * b) >> w)
+    return None
 
 
 @builder("Mad")
@@ -263,9 +297,18 @@ def _mad(ins, ctx):
 
     def fn(ex, ws, mask):
         st(ex, ws, f(ga(ex, ws), gb(ex, ws)) + gc(ex, ws), mask)
+    sf = _scalar_mul(t, ins.mode)
+    if sf is not None:
+        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx),
+                                          scalar_getter(ins.c, dt, ctx)],
+                                     ctx.row(ins.dst), lambda a, b, c: sf(a, b) + c, _width(dt))
     return Kind.ALU, fn
 
 
+import operator as _op  # noqa: E402
+
+_PYCMP = {"eq": _op.eq, "ne": _op.ne, "lt": _op.lt, "le": _op.le, "gt": _op.gt, "ge": _op.ge,
+          "lo": _op.lt, "ls": _op.le, "hi": _op.gt, "hs": _op.ge}
 _CMP = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
     "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal,
@@ -295,6 +338,15 @@ def _setp(ins, ctx):
 
     def fn(ex, ws, mask):
         st(ex, ws, f(_arr(ga(ex, ws)), gb(ex, ws)), mask)
+    if t in _UNSIGNED or t in ("u16", "s16", "b16") and cmp in _PYCMP:
+        w = _width(t)
+        pc = _PYCMP[cmp]
+        if t[0] == "s" and cmp in ("lt", "le", "gt", "ge"):
+            sf = lambda a, b: int(pc(signed(a, w), signed(b, w)))  # noqa: E731
+        else:
+            sf = lambda a, b: int(pc(a, b))  # noqa: E731
+        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)],
+                                     ctx.row(ins.dst), sf, 1)
     return Kind.ALU, fn
 
 
@@ -307,6 +359,10 @@ def _selp(ins, ctx):
 
     def fn(ex, ws, mask):
         st(ex, ws, np.where(gc(ex, ws), ga(ex, ws), gb(ex, ws)), mask)
+    if t in _UNSIGNED:
+        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx),
+                                          scalar_getter(ins.c, "pred", ctx)],
+                                     ctx.row(ins.dst), lambda a, b, c: a if c else b, _width(t))
     return Kind.ALU, fn
 
 
@@ -318,9 +374,13 @@ def _mov(ins, ctx):
 
     def fn(ex, ws, mask):
         st(ex, ws, g(ex, ws), mask)
-    return Kind.ALU, fn
+    sg = scalar_getter(ins.src, t, ctx)
+    if sg is None:
+        return Kind.ALU, fn
+    return Kind.ALU, with_scalar(fn, [sg, lambda ex, ws: 0], ctx.row(ins.dst), lambda a, b: a, _width(t))
 
 
+_INT_BITS = frozenset({"u16", "s16", "u32", "s32", "u64", "s64"})
 _INT_RND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, None: np.trunc}
 
 
@@ -367,6 +427,11 @@ def _cvt(ins, ctx):
 
     def fn(ex, ws, mask):
         st(ex, ws, src_val(ex, ws).astype(ddt), mask)
+    if not d_float and not s_float and s in _INT_BITS and d in _INT_BITS:
+        sw = _width(s)
+        ext = (lambda a, b: signed(a, sw)) if s[0] == "s" else (lambda a, b: a)
+        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.src, s, ctx), lambda ex, ws: 0],
+                                     ctx.row(ins.dst), ext, _width(d))
     return Kind.ALU, fn
 
 
@@ -398,7 +463,10 @@ def _ldparam(ins, ctx):
 
     def fn(ex, ws, mask):
         st(ex, ws, g(ex, ws), mask)
-    return Kind.ALU, fn
+    sg = scalar_getter(ins.addr.base, t, ctx)
+    if sg is None:
+        return Kind.ALU, fn
+    return Kind.ALU, with_scalar(fn, [sg, lambda ex, ws: 0], ctx.row(ins.dst), lambda a, b: a, _width(t))
 
 
 @builder("Bra")
@@ -414,6 +482,10 @@ def _bra(ins, ctx):
 
     def fn(ex, ws, mask):
         # mask = active & guard; taken must be all-or-none of the active lanes
+        if mask is ws.active:
+            return target
+        if mask is ws.none:
+            return None
         n = int(np.count_nonzero(mask))
         if n == 0:
             return None

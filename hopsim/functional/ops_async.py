@@ -24,7 +24,7 @@ from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind, WgmmaInfo
 from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.ops_sync import advance_bulk, advance_groups, bulk_state, collective
-from hopsim.functional.program import address_getter, builder, uniform, value_getter
+from hopsim.functional.program import address_getter, builder, uniform, uniform_address, uniform_operand, value_getter
 
 _IDS = itertools.count(1)
 
@@ -33,28 +33,30 @@ def _tmap_getter(tmap, ctx):
     if type(tmap).__name__ == "Sym":
         name = tmap.name
         return lambda ex, ws, mask: int(ex.param(name))
-    g = value_getter(tmap, "u64", ctx)
-    return lambda ex, ws, mask: uniform(g(ex, ws), mask, "tensor-map address")
+    return uniform_operand(tmap, "u64", ctx, "tensor-map address")
 
 
 def _coords_getter(coords, ctx):
-    gs = [value_getter(c, "s32", ctx) for c in coords]
-    return lambda ex, ws, mask: tuple(uniform(g(ex, ws), mask, f"TMA coordinate {i}") for i, g in enumerate(gs))
+    gs = [uniform_operand(c, "u32", ctx, f"TMA coordinate {i}") for i, c in enumerate(coords)]
+
+    def g(ex, ws, mask):  # signed 32-bit element coordinates
+        return tuple(v - (1 << 32) if v >> 31 else v for v in (f(ex, ws, mask) for f in gs))
+    return g
 
 
 @builder("CpAsyncBulkTensorLoad")
 def _tma_load(ins, ctx):
-    gdst = address_getter(ins.dst, ctx)
-    gmbar = address_getter(ins.mbar, ctx)
+    gdst = uniform_address(ins.dst, ctx, "TMA destination")
+    gmbar = uniform_address(ins.mbar, ctx, "TMA mbarrier")
     gtmap = _tmap_getter(ins.tmap, ctx)
     gcoords = _coords_getter(ins.coords, ctx)
 
     def fn(ex, ws, mask):
-        n = int(np.count_nonzero(mask))
+        n = 0 if mask is ws.none else int(np.count_nonzero(mask))
         if n == 0:
             return Effect(kind=Kind.TMA_LOAD, warp=ws.w, lanes=0)
-        dst = uniform(gdst(ex, ws), mask, "TMA destination")
-        mbar = uniform(gmbar(ex, ws), mask, "TMA mbarrier")
+        dst = gdst(ex, ws, mask)
+        mbar = gmbar(ex, ws, mask)
         handle = gtmap(ex, ws, mask)
         coords = gcoords(ex, ws, mask)
         tmap = ex.gmem.tensor_map(handle)
@@ -99,15 +101,15 @@ def _tma_load(ins, ctx):
 
 @builder("CpAsyncBulkTensorStore")
 def _tma_store(ins, ctx):
-    gsrc = address_getter(ins.src, ctx)
+    gsrc = uniform_address(ins.src, ctx, "TMA source")
     gtmap = _tmap_getter(ins.tmap, ctx)
     gcoords = _coords_getter(ins.coords, ctx)
 
     def fn(ex, ws, mask):
-        n = int(np.count_nonzero(mask))
+        n = 0 if mask is ws.none else int(np.count_nonzero(mask))
         if n == 0:
             return Effect(kind=Kind.TMA_STORE, warp=ws.w, lanes=0)
-        src = uniform(gsrc(ex, ws), mask, "TMA source")
+        src = gsrc(ex, ws, mask)
         handle = gtmap(ex, ws, mask)
         coords = gcoords(ex, ws, mask)
         tmap = ex.gmem.tensor_map(handle)

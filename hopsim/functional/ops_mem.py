@@ -27,9 +27,18 @@ _ARANGE = {n: np.arange(n) for n in (1, 2, 4, 8, 16)}
 
 
 def _lane_addrs(a, mask) -> np.ndarray:
-    if np.ndim(a) == 0:
+    if type(a) is not np.ndarray:
         return np.full(int(np.count_nonzero(mask)), int(a), dtype=np.int64)
+    if mask.shape[0] == 32 and mask is not None and a.shape[0] == 32 and _full(mask):
+        return a
     return a[mask]
+
+
+def _full(mask) -> bool:
+    return mask.tobytes() == _ALL_TRUE
+
+
+_ALL_TRUE = np.ones(32, dtype=bool).tobytes()
 
 
 def _check_smem(ex, addrs: np.ndarray, size: int, what: str) -> None:
@@ -123,13 +132,17 @@ def _sector_ranges(addrs: np.ndarray, size: int) -> tuple:
     """Global (address, nbytes) runs of the 32-B sectors a warp access touches."""
     if len(addrs) == 0:
         return ()
-    lo = np.unique(addrs // 32)
-    hi = np.unique((addrs + size - 1) // 32)
-    secs = np.union1d(lo, hi)
-    breaks = np.flatnonzero(np.diff(secs) != 1)
-    starts = np.concatenate(([0], breaks + 1))
-    ends = np.concatenate((breaks, [len(secs) - 1]))
-    return tuple((int(secs[s]) * 32, int(secs[e] - secs[s] + 1) * 32) for s, e in zip(starts, ends))
+    al = addrs.tolist()
+    secs = sorted({x >> 5 for x in al} | {(x + size - 1) >> 5 for x in al})
+    out = []
+    start = prev = secs[0]
+    for s in secs[1:]:
+        if s != prev + 1:
+            out.append((start * 32, (prev - start + 1) * 32))
+            start = s
+        prev = s
+    out.append((start * 32, (prev - start + 1) * 32))
+    return tuple(out)
 
 
 @builder("LdGlobal")
@@ -171,10 +184,11 @@ def _st_global(ins, ctx):
         n = len(addrs)
         if n:
             lanes = ws.lanes
+            full = mask is ws.active and ws.full
             vals = np.empty((n, vec), dtype=dt)
             for i, r in enumerate(rows):
-                vals[:, i] = rd(ex.bits[r, lanes][mask]).astype(dt)
-            ex.gmem.store(addrs.astype(np.uint64), vals, dt, vec)
+                vals[:, i] = rd(ex.bits[r, lanes] if full else ex.bits[r, lanes][mask])
+            ex.gmem.store(addrs, vals, dt, vec)
         return Effect(kind=Kind.ST_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec),
                       gmem_bytes=n * esize * vec, is_write=True, smem_access_bytes=esize * vec)
     return Kind.ST_GLOBAL, fn

@@ -15,7 +15,9 @@ import numpy as np
 from hopsim.functional.effect import Effect, Kind
 from hopsim.functional.errors import ArrivalCountOutOfRange, IllegalInstruction
 from hopsim.functional.mbarrier import MbarrierState
-from hopsim.functional.program import address_getter, builder, reg_setter, uniform, value_getter
+from hopsim.functional.program import (
+    address_getter, builder, reg_setter, uniform, uniform_address, uniform_operand, value_getter,
+)
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -34,10 +36,23 @@ def _mbar_lane_op(ins, ctx, kind, apply):
     gcnt = value_getter(ins.count, "u32", ctx) if getattr(ins, "count", None) is not None else None
     st = reg_setter(ins.state, "u64", ctx) if getattr(ins, "state", None) is not None else None
 
+    sa = uniform_address(ins.addr, ctx, "mbarrier address")
+    utx = uniform_operand(ins.tx_count, "u32", ctx, "tx-count") if gtx is not None else None
+    ucnt = uniform_operand(ins.count, "u32", ctx, "arrival count") if gcnt is not None else None
+
     def fn(ex, ws, mask):
-        addrs = _lane_list(ga(ex, ws), mask)
-        tx = uniform(gtx(ex, ws), mask, "tx-count") if gtx is not None else 0
-        cnt = uniform(gcnt(ex, ws), mask, "arrival count") if gcnt is not None else 1
+        if mask is ws.none:
+            return Effect(kind=kind, warp=ws.w, lanes=0)
+        n = int(np.count_nonzero(mask))
+        if n == 0:
+            return Effect(kind=kind, warp=ws.w, lanes=0)
+        a = ga(ex, ws)
+        if type(a) is np.ndarray and n > 1:
+            addrs = _lane_list(a, mask)
+        else:
+            addrs = [sa(ex, ws, mask)] * n
+        tx = utx(ex, ws, mask) if utx is not None else 0
+        cnt = ucnt(ex, ws, mask) if ucnt is not None else 1
         fired = []
         phase = None
         for addr in addrs:
@@ -108,31 +123,40 @@ def _inval(ins, ctx):
 
 
 def _wait_builder(ins, ctx, blocking: bool):
-    ga = address_getter(ins.addr, ctx)
-    gp = value_getter(ins.parity, "u32", ctx)
+    ga = uniform_address(ins.addr, ctx, "mbarrier address")
+    gp = uniform_operand(ins.parity, "u32", ctx, "phase parity")
     sp = reg_setter(ins.pred, "pred", ctx)
+    prow = ctx.row(ins.pred)
     kind = Kind.MBAR_WAIT if blocking else Kind.MBAR_TEST
 
+    def set_pred(ex, ws, mask, value: bool):
+        if mask is ws.active and ws.full:
+            ex.bits[prow, ws.lanes] = int(value)
+            ws.uni[prow] = int(value)
+        else:
+            sp(ex, ws, value, mask)
+
     def fn(ex, ws, mask):
-        if not mask.any():
+        if mask is ws.none or not mask.any():
             return Effect(kind=kind, warp=ws.w, lanes=0)
-        addr = uniform(ga(ex, ws), mask, "mbarrier address")
-        parity = uniform(gp(ex, ws), mask, "phase parity")
+        addr = ga(ex, ws, mask)
+        parity = gp(ex, ws, mask)
         bar = ex.mbarrier(addr)
-        if ex.checker.active:
+        if ex.checker.check_phases:
             ex.checker.wait_phase(ws, addr, parity, bar)
         ok = bar.test_wait_parity(parity)
         if ok:
             ws.last_phase[addr] = bar.phase - 1
-            sp(ex, ws, True, mask)
+            set_pred(ex, ws, mask, True)
             return Effect(kind=kind, warp=ws.w, lanes=ws.nactive, mbarrier=addr, phase=bar.phase - 1)
         if not blocking:
-            sp(ex, ws, False, mask)
+            set_pred(ex, ws, mask, False)
             return Effect(kind=kind, warp=ws.w, lanes=ws.nactive, mbarrier=addr, phase=bar.phase,
                           extra={"ready": False})
         key = ("mbar", addr, bar.phase)
         ws.block = (key, kind, False, None)
         return Effect(kind=kind, warp=ws.w, lanes=ws.nactive, mbarrier=addr, phase=bar.phase, blocked_on=key)
+    fn.scalar_aware = True  # it maintains ws.uni of its predicate itself
     return kind, fn
 
 

@@ -214,6 +214,8 @@ def _compile_one(ins, index: int, pc: int, ctx: Ctx) -> Op:
         writes = frozenset(ctx.row(r) for r in ins.writes())
     except Exception:
         reads, writes = frozenset(), frozenset()
+    if writes:
+        fn = invalidating(fn, sorted(writes))  # no-op for scalar-aware ALU ops
     return Op(index=index, instr=ins, kind=kind, fn=fn, next_pc=pc + 1, guard_row=grow,
               guard_neg=bool(guard.negate) if guard is not None else False,
               rows=reads | writes, rows_written=writes, collective=kind in Kind.COLLECTIVE, text=_text(ins))
@@ -264,10 +266,23 @@ def reg_setter(reg, t: str, ctx: Ctx):
         b = wr(vals)
         if mask is ws.active and ws.full:
             ex.bits[row, ws.lanes] = b
+            ws.uni[row] = uniform_bits(b)
         else:
             dst = ex.bits[row, ws.lanes]
             np.copyto(dst, np.broadcast_to(b, dst.shape), where=mask, casting="unsafe")
     return set_
+
+
+def uniform_bits(b) -> int | None:
+    """The common value of a written lane vector (as an int), or None if the lanes differ."""
+    if type(b) is not np.ndarray or b.ndim == 0 or b.shape[0] == 1:
+        v = np.asarray(b).reshape(-1)[0]
+        return int(v)
+    raw = b.tobytes()
+    n = b.itemsize
+    if raw == raw[:n] * (len(raw) // n):
+        return int(b[0])
+    return None
 
 
 def address_getter(mem, ctx: Ctx):
@@ -289,11 +304,163 @@ def address_getter(mem, ctx: Ctx):
 
 def uniform(x, mask, what: str) -> int:
     """The single value x takes over the lanes in mask (scalars pass); IllegalInstruction if not."""
-    if np.ndim(x) == 0:
+    if type(x) is not np.ndarray or x.ndim == 0:
         return int(x)
-    v = x[mask]
-    if len(v) == 0:
-        return int(x[0])
-    if np.any(v != v[0]):
-        raise IllegalInstruction(f"{what} differs between lanes ({sorted(set(v.tolist()))[:4]}...): must be warp-uniform")
-    return int(v[0])
+    if mask.shape[0] == x.shape[0] and mask.all():
+        raw = x.tobytes()
+        n = x.itemsize
+        if raw == raw[:n] * x.shape[0]:
+            return int(x[0])
+        v = x
+    else:
+        v = x[mask]
+        if len(v) == 0:
+            return int(x[0])
+        if np.any(v != v[0]):
+            pass
+        else:
+            return int(v[0])
+    raise IllegalInstruction(f"{what} differs between lanes ({sorted(set(v.tolist()))[:4]}...): must be warp-uniform")
+
+
+# ---------------------------------------------------------------------------------- warp-uniform fast path
+#
+# Most loop and address arithmetic of a GEMM kernel is warp-uniform. Each warp keeps `ws.uni`, a list
+# (one entry per register row) holding the register's raw bits as a Python int when all 32 lanes are
+# known to hold that value, else None. Invariant: ws.uni[r] is not None  =>  bits[r, warp lanes] == it.
+# Integer ALU ops whose inputs are all uniform (and whose guard is uniformly true) compute on Python
+# ints and fill the numpy row; every other write path sets the entry to None (the executor clears the
+# rows an instruction writes before running it; wgmma completion clears its accumulators).
+
+INT_TYPES = frozenset({"u16", "s16", "b16", "u32", "s32", "b32", "u64", "s64", "b64", "pred"})
+
+
+def scalar_getter(opnd, t: str, ctx: Ctx):
+    """(ex, ws) -> raw bits (Python int, masked to the width of t) if warp-uniform, else None.
+    Returns None (no getter) when the operand/type has no scalar form."""
+    if t not in INT_TYPES:
+        return None
+    w = TYPES[t][1]
+    m = (1 << w) - 1 if w > 1 else 1
+    cls = type(opnd).__name__
+    if cls == "Reg":
+        row = ctx.row(opnd)
+        if w >= 64 or w == 1:
+            return lambda ex, ws: ws.uni[row]
+        def g(ex, ws):
+            v = ws.uni[row]
+            return None if v is None else v & m
+        return g
+    if cls == "Imm":
+        v = opnd.value
+        if isinstance(v, float):
+            return None
+        c = int(v) & m if w > 1 else int(v != 0)
+        return lambda ex, ws: c
+    if cls == "SReg":
+        name = opnd.name
+        def gs(ex, ws):
+            v = ws.sreg_uni.get(name)
+            return None if v is None else v & m
+        return gs
+    if cls == "Sym":
+        name = opnd.name
+        if name in ctx.shared:
+            c = int(ctx.shared[name]) & m
+            return lambda ex, ws: c
+        if name in ctx.params:
+            return lambda ex, ws: int(ex.param(name)) & m
+    return None
+
+
+def scalar_address(mem, ctx: Ctx):
+    """(ex, ws) -> the warp-uniform byte address of a Mem operand, or None if not uniform."""
+    base, off = mem.base, int(mem.offset)
+    if type(base).__name__ == "Sym":
+        name = base.name
+        if name in ctx.shared:
+            a = int(ctx.shared[name]) + off
+            return lambda ex, ws: a
+        return lambda ex, ws: int(ex.param(name)) + off
+    row = ctx.row(base)
+
+    def g(ex, ws):
+        v = ws.uni[row]
+        return None if v is None else v + off
+    return g
+
+
+def signed(v: int, w: int) -> int:
+    return v - (1 << w) if v >> (w - 1) else v
+
+
+def with_scalar(vec_fn, getters, dst_row: int, sfn, width: int):
+    """ALU op with a warp-uniform fast path: sfn(*ints) -> int result bits (masked to width)."""
+    m = (1 << width) - 1 if width > 1 else 1
+    if any(g is None for g in getters):
+        return invalidating(vec_fn, (dst_row,))
+    n = len(getters)
+
+    def fn(ex, ws, mask):
+        if mask is ws.active and ws.full:
+            if n == 2:
+                a = getters[0](ex, ws)
+                b = getters[1](ex, ws)
+                if a is not None and b is not None:
+                    r = sfn(a, b) & m
+                    ws.uni[dst_row] = r
+                    ex.bits[dst_row, ws.lanes] = r
+                    return None
+            else:
+                vals = [g(ex, ws) for g in getters]
+                if None not in vals:
+                    r = sfn(*vals) & m
+                    ws.uni[dst_row] = r
+                    ex.bits[dst_row, ws.lanes] = r
+                    return None
+        ws.uni[dst_row] = None
+        return vec_fn(ex, ws, mask)
+    fn.scalar_aware = True
+    return fn
+
+
+def invalidating(fn, rows):
+    """Wrap an op so the registers it writes lose their uniform value first."""
+    rows = tuple(rows)
+    if getattr(fn, "scalar_aware", False):
+        return fn
+
+    def wrapped(ex, ws, mask):
+        uni = ws.uni
+        for r in rows:
+            uni[r] = None
+        return fn(ex, ws, mask)
+    wrapped.scalar_aware = True
+    return wrapped
+
+
+def uniform_operand(opnd, t: str, ctx: Ctx, what: str):
+    """(ex, ws, mask) -> the warp-uniform int value of an operand (scalar fast path, else checked)."""
+    sg = scalar_getter(opnd, t, ctx)
+    vg = value_getter(opnd, t, ctx)
+
+    def g(ex, ws, mask):
+        if sg is not None:
+            v = sg(ex, ws)
+            if v is not None:
+                return v
+        return uniform(vg(ex, ws), mask, what)
+    return g
+
+
+def uniform_address(mem, ctx: Ctx, what: str):
+    """(ex, ws, mask) -> the warp-uniform byte address of a Mem operand."""
+    sa = scalar_address(mem, ctx)
+    va = address_getter(mem, ctx)
+
+    def g(ex, ws, mask):
+        v = sa(ex, ws)
+        if v is not None:
+            return v
+        return uniform(va(ex, ws), mask, what)
+    return g
