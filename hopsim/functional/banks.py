@@ -30,8 +30,10 @@ validation/records/h100/bank_conflicts__h100_ncu*.json, 622 patterns, all matche
   (LDS.64: the whole warp; LDS.128: half-warps). Hence a broadcast LDS.64 is 1 wavefront (not 2)
   and a broadcast LDS.128 is 2 (not 4). Nsight's two counters disagree on merged groups that
   still conflict:
-    - SASS wavefronts (smsp__sass_..._wavefronts_...): merge only if the merged group costs 1
-    - hardware (l1tex__data_pipe_lsu_wavefronts / bank_conflicts): merge whenever pair-uniform
+    - SASS wavefronts (smsp__sass_..._wavefronts_...): merge a pair-uniform group only if the
+      merged group costs 1 (LDS.128: each half-warp decided on its own)
+    - hardware (l1tex__data_pipe_lsu_wavefronts / bank_conflicts): merge whenever the whole warp
+      is pair-uniform (LDS.128 with one pair-uniform half: SASS 3 wavefronts, hardware 4)
   bank_conflicts = hardware wavefronts - number of (hardware) groups with an active lane.
   Example: LDS.64 with lanes alternating 0/128 (n^2-uniform): SASS 4 wavefronts, hardware 2,
   bank_conflicts 1.
@@ -232,12 +234,13 @@ def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     # one group of 2g lanes when the lanes are pair-uniform (n^1 or n^2).
     pair_sum = base.reshape(n, -1, 2).sum(axis=2)
     pair_groups = (base > 0).reshape(n, -1, 2).sum(axis=2)
-    ok_hw = _pair_uniform(a, 2 * g)
+    ok_half = _pair_uniform(a, 2 * g)  # per merged group (LDS.128: per half-warp)
     merged = pair_sum.copy()  # only evaluated (and only used) where the lanes are pair-uniform
-    rows = np.flatnonzero(ok_hw.any(axis=1))
+    rows = np.flatnonzero(ok_half.any(axis=1))
     if rows.size:
         merged[rows] = _group_costs(unit[rows], spec.slots, 2 * g)
-    ok_sass = ok_hw & (merged <= 1)  # the SASS counter merges only a conflict-free group
+    ok_sass = ok_half & (merged <= 1)  # the SASS counter merges a conflict-free pair-uniform group
+    ok_hw = np.broadcast_to(ok_half.all(axis=1, keepdims=True), ok_half.shape)  # hw: whole warp
     wf = np.where(ok_sass, merged, pair_sum).sum(axis=1)
     hw = np.where(ok_hw, merged, pair_sum).sum(axis=1)
     groups = np.where(ok_hw, (merged > 0).astype(np.int64), pair_groups).sum(axis=1)

@@ -41,6 +41,17 @@ def test_model_matches_h100(rec, p):
     assert (r.wavefronts, r.bank_conflicts) == (p["wavefronts"], p["bank_conflicts"])
 
 
+@pytest.mark.parametrize("rec,p", MEASURED, ids=[f"{r}:{p['name']}" for r, p in MEASURED])
+def test_hardware_wavefronts_match_h100(rec, p):
+    """The hardware counters too: per-op l1tex wavefronts (loads) and the total, which is one
+    higher in every probe launch (a constant of the launch, not of the instruction)."""
+    r = wavefronts(p["op"], p["addrs"])
+    m = p["measured"]
+    assert m["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] == r.hw_wavefronts + 1
+    if p["op"].startswith("ld."):
+        assert m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] == r.hw_wavefronts
+
+
 def test_runs_agree_with_each_other():
     seen: dict[str, tuple] = {}
     for _, p in MEASURED:
