@@ -1,12 +1,12 @@
 """CTA memoisation for large grids: simulate each *class* of CTA once, replay the others.
 
-Why it is exact (in the partitioned memory mode, `memory.SmLink`): with one CTA per SM, an SM
-that is idle when a CTA starts, per-SM bandwidth links, and L2 residency decided when the CTA is
-dispatched, a CTA's cycles and counters are a function of (its instruction stream, its L2
-hit/miss vector) only. Two CTAs of the same kernel whose streams differ only in the TMA box
+Why it is exact (in the partitioned memory mode, `memory.SmLink`): with one CTA per SM, per-SM
+bandwidth links, and L2 residency decided when the CTA is dispatched, a CTA's cycles, counters
+and the state it leaves on its SM's pipes are a function of (its instruction stream, its L2
+hit/miss vector, the work still queued on its SM's pipes when it starts) only. Two CTAs of the same kernel whose streams differ only in the TMA box
 coordinates (a GEMM: every CTA runs the same loop on other tiles) and whose hit vectors are equal
-therefore take the same cycles. The memo key is the hit vector; the value is the CTA's duration
-and its counter deltas. tests/timing/test_memo.py checks memo=True == memo=False (same mode).
+therefore take the same cycles. The memo key is (hit vector, SM pipe state at start); the value is
+the CTA's duration, its counter deltas and the pipe state it leaves (replayed onto the SM). tests/timing/test_memo.py checks memo=True == memo=False (same mode).
 
 The tile keys of every CTA (needed at dispatch for its hit vector) come from a `TilePlan`
 (affine in %ctaid, or else translated per tensor map, see the class):
@@ -242,11 +242,27 @@ def add_counters(sm, d: dict) -> None:
     link.bytes_to_l2 += d["to_l2"]
 
 
-def sm_idle(sm, now: float) -> bool:
-    """No unit of the SM has work queued beyond `now` (a CTA starting now sees a fresh SM)."""
-    pipes = [*sm.sched.pipes, sm.smem.pipe, sm.tensor.pipe, sm.tma.issue_pipe, sm.tma.fill_pipe,
-             sm.memory.l2_pipe, sm.memory.hbm_pipe]
-    return all(p.next_free <= now for p in pipes)
+def _pipes(sm) -> list:
+    return [*sm.sched.pipes, sm.smem.pipe, sm.tensor.pipe, sm.tma.issue_pipe, sm.tma.fill_pipe,
+            sm.memory.l2_pipe, sm.memory.hbm_pipe]
+
+
+def sm_state(sm, now: float) -> tuple:
+    """The SM's units as a CTA starting at `now` sees them: work still queued on each pipe, in
+    cycles after `now` (exact: pipes.QUANTUM). Part of the memo key."""
+    return tuple(p.next_free - now if p.next_free > now else 0.0 for p in _pipes(sm))
+
+
+def sm_residue(sm, start: float) -> tuple:
+    """Each pipe's queue tail relative to a CTA's start (recorded when it ends)."""
+    return tuple(p.next_free - start for p in _pipes(sm))
+
+
+def apply_residue(sm, start: float, residue: tuple) -> None:
+    """Leave the SM's pipes as the memoised CTA left them."""
+    for p, r in zip(_pipes(sm), residue):
+        if start + r > p.next_free:
+            p.next_free = start + r
 
 
 # ------------------------------------------------------------------------------- dispatch-time L2

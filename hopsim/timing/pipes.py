@@ -12,12 +12,21 @@ is served after everything already reserved: it never fills an idle gap before `
 (slightly pessimistic; stated in docs/architecture.md).
 
 A pipe also counts its busy cycles and uses and, when tracing, records one slice per use.
+
+Service times are rounded up to a multiple of 1/1024 cycle (`QUANTUM`). Every time in the model is
+then a dyadic rational (integer latencies, env.now, sums of quantised services), which floats add
+exactly: a pipe's state relative to any start cycle is the same number whatever the start, so the
+CTA memo (memo.py) can compare SM states exactly.
 """
 
 from __future__ import annotations
 
 import math
 import random
+
+
+QUANTUM = 1024
+"""Service times are multiples of 1/QUANTUM cycle (a power of two: exact in floating point)."""
 
 
 class Pipe:
@@ -35,6 +44,7 @@ class Pipe:
 
     def reserve(self, arrival: float, service: float, label: str = "") -> float:
         """Queue a use of `service` cycles arriving at `arrival`; return its end time."""
+        service = math.ceil(service * QUANTUM) / QUANTUM
         start = arrival if arrival > self.next_free else self.next_free
         end = start + service
         self.next_free = end

@@ -130,7 +130,9 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             hits = dispatch.classify(cta, tiles)
             key = tuple(hits.values())
         start = env.now
-        idle = memo and plan is not None and memo_mod.sm_idle(sm, start)
+        idle = memo and plan is not None
+        if idle:
+            key = (key, memo_mod.sm_state(sm, start))
         if idle and key not in memo_table and key in in_flight:
             # an identical CTA is being simulated in detail since t0: it ends at t0 + d; this one
             # at start + d. Wait for it, then for the difference of start times.
@@ -138,15 +140,17 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             yield done
             if start > t0:
                 yield env.timeout(start - t0)
-            dur, delta, warp_stats = memo_table[key]
+            dur, delta, warp_stats, residue = memo_table[key]
             memo_mod.add_counters(sm, delta)
+            memo_mod.apply_residue(sm, start, residue)
             stats["memo_hits"] += 1
             agg.add_stats(warp_stats)
             sm.ctas_run += 1
             return
         if idle and key in memo_table:
-            dur, delta, warp_stats = memo_table[key]
+            dur, delta, warp_stats, residue = memo_table[key]
             memo_mod.add_counters(sm, delta)
+            memo_mod.apply_residue(sm, start, residue)
             stats["memo_hits"] += 1
             yield env.timeout(dur)
             agg.add_stats(warp_stats)
@@ -169,7 +173,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
                               "simulate with memory='shared'")
         if idle:
-            memo_table[key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before), run.stats)
+            memo_table[key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before), run.stats,
+                               memo_mod.sm_residue(sm, start))
             in_flight.pop(key)[1].succeed()
         sm.ctas_run += 1
         agg.add(run, sm_id, slot, tr)

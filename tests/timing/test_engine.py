@@ -7,12 +7,20 @@ import math
 import pytest
 
 from hopsim.config import load_gpu
+from hopsim.timing.pipes import QUANTUM
 from hopsim.functional.errors import Deadlock
 from hopsim.functional.executor import Launch
 from hopsim.timing.runner import simulate
 from tests.timing.scripted import BIG_SMEM_KERNEL, KERNEL, ScriptedExecutor, scripted_wavefronts
 
 GPU = load_gpu("h100_sxm")
+
+
+def q(cycles):
+    """A service time as the pipes round it: up to a multiple of 1/QUANTUM cycle (pipes.py)."""
+    return math.ceil(cycles * QUANTUM) / QUANTUM
+
+
 T = {k: float(v) for k, v in GPU.timing.values().items()}
 S = {k: float(v) for k, v in GPU.spec.values().items()}
 LAUNCH = T["cta_launch_cycles"]
@@ -51,9 +59,9 @@ def test_tma_completion_wakes_consumer():
     scripts = [[("tma", nbytes, ("A", 0), FULL, 1), ("exit",)],
                [("wait", FULL), ("alu", 1), ("exit",)]]
     res, _ = run(lambda c: scripts)
-    tma_done = (LAUNCH + ISSUE + T["tma_issue_cycles"] + nbytes / T["hbm_bytes_per_cycle"]
-                + nbytes / T["l2_bytes_per_cycle"] + T["gmem_hbm_latency_cycles"]
-                + nbytes / T["tma_bytes_per_cycle"] + T["tma_extra_latency_cycles"])
+    tma_done = (LAUNCH + ISSUE + T["tma_issue_cycles"] + q(nbytes / T["hbm_bytes_per_cycle"])
+                + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_hbm_latency_cycles"]
+                + q(nbytes / T["tma_bytes_per_cycle"]) + T["tma_extra_latency_cycles"])
     woken = math.ceil(tma_done) + T["mbarrier_wakeup_cycles"]
     # the try_wait re-issues (one slot), then the alu, its latency, exit
     assert res.cycles == woken + ISSUE + ISSUE + ALU_TAIL + ISSUE

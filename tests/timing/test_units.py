@@ -8,11 +8,19 @@ import math
 import pytest
 
 from hopsim.config import load_gpu
+from hopsim.timing.pipes import QUANTUM
 from hopsim.timing.memory import L2Residency, MemorySystem
 from hopsim.timing.pipes import Jitter, Pipe, ceil_cycles
 from hopsim.timing.units import Schedulers, SmemPort, TensorCores, TmaUnit
 
 GPU = load_gpu("h100_sxm")
+
+
+def q(cycles):
+    """A service time as the pipes round it: up to a multiple of 1/QUANTUM cycle (pipes.py)."""
+    return math.ceil(cycles * QUANTUM) / QUANTUM
+
+
 T = {k: float(v) for k, v in GPU.timing.values().items()}
 S = {k: float(v) for k, v in GPU.spec.values().items()}
 
@@ -46,12 +54,12 @@ def test_memory_miss_then_hit_latency():
     t_miss, hit = mem.read(0, ("A", 0, 0), nbytes)
     assert not hit
     # HBM link, then L2->SM link, then the HBM (miss) latency
-    assert t_miss == pytest.approx(nbytes / T["hbm_bytes_per_cycle"] + nbytes / T["l2_bytes_per_cycle"]
+    assert t_miss == pytest.approx(q(nbytes / T["hbm_bytes_per_cycle"]) + q(nbytes / T["l2_bytes_per_cycle"])
                                    + T["gmem_hbm_latency_cycles"])
     t0 = 10_000
     t_hit, hit = mem.read(t0, ("A", 0, 0), nbytes)
     assert hit
-    assert t_hit == pytest.approx(t0 + nbytes / T["l2_bytes_per_cycle"] + T["gmem_l2_latency_cycles"])
+    assert t_hit == pytest.approx(t0 + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_l2_latency_cycles"])
     assert mem.bytes_from_hbm == nbytes and mem.bytes_from_l2 == nbytes
 
 
@@ -61,7 +69,7 @@ def test_memory_bandwidth_shared_between_requests():
     ends = [mem.read(0, ("B", i), nbytes)[0] for i in range(n)]
     # n misses arriving together: the HBM link serialises them; the last leaves it after
     # n * bytes / hbm_bw, then crosses the (faster) L2 link and waits the miss latency.
-    expected_last = n * nbytes / T["hbm_bytes_per_cycle"] + nbytes / T["l2_bytes_per_cycle"] + T["gmem_hbm_latency_cycles"]
+    expected_last = n * q(nbytes / T["hbm_bytes_per_cycle"]) + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_hbm_latency_cycles"]
     assert max(ends) == pytest.approx(expected_last)
 
 
@@ -71,8 +79,8 @@ def test_tma_single_box_formula():
     nbytes = 128 * 64 * 2  # a 128x64 bf16 box
     done = tma.load(0, ("A", 0, 0), nbytes)
     expected = (T["tma_issue_cycles"]  # issue stage
-                + nbytes / T["hbm_bytes_per_cycle"] + nbytes / T["l2_bytes_per_cycle"] + T["gmem_hbm_latency_cycles"]  # miss
-                + nbytes / T["tma_bytes_per_cycle"]  # smem fill
+                + q(nbytes / T["hbm_bytes_per_cycle"]) + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_hbm_latency_cycles"]  # miss
+                + q(nbytes / T["tma_bytes_per_cycle"])  # smem fill
                 + T["tma_extra_latency_cycles"])
     assert done == pytest.approx(expected)
 
@@ -85,8 +93,8 @@ def test_tma_issue_stage_serialises_boxes():
         mem.residency.write(("T", i), nbytes)  # make them L2 hits
     ends = [tma.load(0, ("T", i), nbytes) for i in range(n_boxes)]
     # tiny boxes: the issue stage dominates; box i leaves it at (i+1)*issue
-    expected_last = (n_boxes * T["tma_issue_cycles"] + nbytes / T["l2_bytes_per_cycle"]
-                     + T["gmem_l2_latency_cycles"] + nbytes / T["tma_bytes_per_cycle"] + T["tma_extra_latency_cycles"])
+    expected_last = (n_boxes * T["tma_issue_cycles"] + q(nbytes / T["l2_bytes_per_cycle"])
+                     + T["gmem_l2_latency_cycles"] + q(nbytes / T["tma_bytes_per_cycle"]) + T["tma_extra_latency_cycles"])
     assert ends[-1] == pytest.approx(expected_last)
     assert tma.issue_pipe.busy == n_boxes * T["tma_issue_cycles"]
 
@@ -100,7 +108,7 @@ def test_tma_fill_bandwidth_bound_for_large_boxes():
     ends = [tma.load(0, ("T", i), nbytes) for i in range(n_boxes)]
     # fill at tma_bytes_per_cycle is the slowest stage: the boxes stream through it back to back
     gap = ends[-1] - ends[-2]
-    assert gap == pytest.approx(nbytes / T["tma_bytes_per_cycle"])
+    assert gap == pytest.approx(q(nbytes / T["tma_bytes_per_cycle"]))
 
 
 def test_tensor_pipe_time_is_n_over_2_for_f16():
@@ -146,10 +154,10 @@ def test_hit_on_a_tile_in_flight_waits_for_the_fetch():
     mem = MemorySystem(GPU)
     nbytes = 16384
     t_miss, _ = mem.read(0, ("A", 1), nbytes)
-    hbm_end = nbytes / T["hbm_bytes_per_cycle"]
+    hbm_end = q(nbytes / T["hbm_bytes_per_cycle"])
     ready = hbm_end + T["gmem_hbm_latency_cycles"] - T["gmem_l2_latency_cycles"]  # bytes are in L2
     t_hit, hit = mem.read(1, ("A", 1), nbytes)  # requested right after the miss: merged (MSHR)
     assert hit
     # its L2 transfer starts when the bytes are in L2 (the link is free again by then)
-    assert t_hit == pytest.approx(ready + nbytes / T["l2_bytes_per_cycle"] + T["gmem_l2_latency_cycles"])
+    assert t_hit == pytest.approx(ready + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_l2_latency_cycles"])
     assert mem.bytes_from_hbm == nbytes  # fetched once
