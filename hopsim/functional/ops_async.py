@@ -61,15 +61,16 @@ def _tma_load(ins, ctx):
         coords = gcoords(ex, ws, mask)
         tmap = ex.gmem.tensor_map(handle)
         nbytes = bridge.box_bytes(tmap)
-        if dst % 128 or dst < 0 or dst + nbytes > ex.smem_size:
-            raise IllegalInstruction(f"TMA destination smem [0x{dst:x}, 0x{dst + nbytes:x}) must be 128-B aligned and "
+        foot = bridge.smem_footprint(tmap)
+        if dst % 128 or dst < 0 or dst + foot > ex.smem_size:
+            raise IllegalInstruction(f"TMA destination smem [0x{dst:x}, 0x{dst + foot:x}) must be 128-B aligned and "
                                      f"inside the CTA's {ex.smem_size} shared bytes")
         ex.mbarrier(mbar)  # must exist at issue
         op = ex.prog.ops[ws.pc]
         idents = [next(_IDS) for _ in range(n)]
         if ex.checker.active:
             for ident in idents:
-                ex.checker.tma_issue(ident, dst, dst + nbytes, ws, op, mbar)
+                ex.checker.tma_issue(ident, dst, dst + foot, ws, op, mbar)
         values = ex.values
         ranges = bridge.global_ranges(ex.gmem, tmap, coords)
 
@@ -93,7 +94,7 @@ def _tma_load(ins, ctx):
                     raise
             return tuple(fired)
 
-        return Effect(kind=Kind.TMA_LOAD, warp=ws.w, lanes=n, smem_range=(dst, dst + nbytes), smem_bytes=n * nbytes,
+        return Effect(kind=Kind.TMA_LOAD, warp=ws.w, lanes=n, smem_range=(dst, dst + foot), smem_bytes=n * nbytes,
                       gmem_ranges=ranges, gmem_bytes=n * nbytes, tile_key=(handle, coords), mbarrier=mbar,
                       phase=ex.mbar[mbar].phase, tx_bytes=n * nbytes, complete=complete)
     return Kind.TMA_LOAD, fn
@@ -114,11 +115,12 @@ def _tma_store(ins, ctx):
         coords = gcoords(ex, ws, mask)
         tmap = ex.gmem.tensor_map(handle)
         nbytes = bridge.box_bytes(tmap)
-        if src % 128 or src < 0 or src + nbytes > ex.smem_size:
-            raise IllegalInstruction(f"TMA source smem [0x{src:x}, 0x{src + nbytes:x}) must be 128-B aligned and "
+        foot = bridge.smem_footprint(tmap)
+        if src % 128 or src < 0 or src + foot > ex.smem_size:
+            raise IllegalInstruction(f"TMA source smem [0x{src:x}, 0x{src + foot:x}) must be 128-B aligned and "
                                      f"inside the CTA's {ex.smem_size} shared bytes")
         if ex.checker.active:
-            ex.checker.smem_read((src // CHUNK, -(-(src + nbytes) // CHUNK)), "TMA store")
+            ex.checker.smem_read((src // CHUNK, -(-(src + foot) // CHUNK)), "TMA store")
         st = bulk_state(ex, ws.w)
         rec = [next(_IDS), False]
         st["uncommitted"].append(rec)
@@ -133,7 +135,7 @@ def _tma_store(ins, ctx):
             rec[1] = True
             return advance_bulk(ex, w)
 
-        return Effect(kind=Kind.TMA_STORE, warp=ws.w, lanes=n, smem_range=(src, src + nbytes), smem_bytes=n * nbytes,
+        return Effect(kind=Kind.TMA_STORE, warp=ws.w, lanes=n, smem_range=(src, src + foot), smem_bytes=n * nbytes,
                       gmem_ranges=bridge.global_ranges(ex.gmem, tmap, coords), gmem_bytes=n * nbytes, is_write=True,
                       tile_key=(handle, coords), group=group, complete=complete)
     return Kind.TMA_STORE, fn

@@ -147,20 +147,14 @@ def reference(a, b):
     return a.astype(np.float64) @ b.astype(np.float64).T
 
 
-def tensor_map(address: int, rows: int, cols: int, box_rows: int = 64, box_cols: int = 64, swizzle: int = 128):
+def tensor_map(address: int, rows: int, cols: int, box_rows: int = 64, box_cols: int = 64, swizzle: str = "128B"):
     """A 2-D f16 row-major tensor map (dim 0 = cols, innermost), box box_cols x box_rows."""
-    try:
-        from isa.tensormap import TensorMap  # the layouts helper's model, when present
-    except ImportError:
-        TensorMap = None
-    if TensorMap is not None and hasattr(TensorMap, "tiled_2d"):
-        return TensorMap.tiled_2d(address, rows, cols, box_rows, box_cols, elem_bytes=2, swizzle=swizzle)
-    from types import SimpleNamespace
-    return SimpleNamespace(global_address=address, global_dims=(cols, rows), global_strides=(cols * 2,),
-                           box_dims=(box_cols, box_rows), elem_bytes=2, swizzle_bytes=swizzle)
+    from isa.tensormap import TensorMap
+    return TensorMap(dtype="f16", global_dims=(cols, rows), global_strides_bytes=(cols * 2,),
+                     box_dims=(box_cols, box_rows), global_address=address, swizzle=swizzle)
 
 
-def setup(k: int, n: int, seed: int = 0, swizzle: int = 128):
+def setup(k: int, n: int, seed: int = 0, swizzle: str = "128B"):
     """(gmem, launch params, a, b) for gemm_text(n) with K = k."""
     from hopsim.functional.gmem import GlobalMemory
     a, b = operands(k, n, seed)

@@ -321,3 +321,97 @@ def test_values_false_gives_identical_effects():
                 out.append((e.kind, e.warp, e.index, e.count, e.blocked_on, e.fired, e.mbarrier, e.phase))
         return out
     assert trace(True) == trace(False)
+
+
+# ------------------------------------------------------------------------------ one wgmma, all forms
+def _one_mma_text(n, ta, tb, sa, sb, a_regs=False, dtype="f16", dtype_d="f32"):
+    acc = n // 2 if dtype_d == "f32" else n // 4
+    a_op = "{%a0, %a1, %a2, %a3}" if a_regs else "%rd1"
+    trans = f"{tb}" if a_regs else f"{ta}, {tb}"
+    load_a = ("    ld.param.u64 %rd5, [AF];\n    mul.wide.u32 %rd6, %r0, 16;\n    add.u64 %rd5, %rd5, %rd6;\n"
+              "    ld.global.v4.u32 {%a0, %a1, %a2, %a3}, [%rd5];\n") if a_regs else ""
+    if dtype_d == "f32":
+        stores = "\n".join(f"    st.global.f32 [%rd3+{4 * i}], %acc{i};" for i in range(acc))
+        per_thread = 4 * acc
+    else:
+        stores = "\n".join(f"    st.global.u32 [%rd3+{4 * i}], %acc{i};" for i in range(acc))
+        per_thread = 4 * acc
+    acc_t = "f32" if dtype_d == "f32" else "f16x2"
+    return f"""
+.kernel one_mma
+.param .u64 DA, DB, OUT, AF
+.shared .align 1024 .b8 smem[65536]
+.reg .u32 %r<4>
+.reg .b32 %a<4>
+.reg .u64 %rd<8>
+.reg .{acc_t} %acc<{acc}>
+    mov.u32 %r0, %tid.x;
+    ld.param.u64 %rd1, [DA];
+    ld.param.u64 %rd2, [DB];
+{load_a}    wgmma.fence.sync.aligned;
+    wgmma.mma_async.sync.aligned.m64n{n}k16.{dtype_d}.{dtype}.{dtype} {{%acc0..%acc{acc - 1}}}, {a_op}, %rd2, 0, {sa}, {sb}, {trans};
+    wgmma.commit_group.sync.aligned;
+    wgmma.wait_group.sync.aligned 0;
+    ld.param.u64 %rd3, [OUT];
+    mul.wide.u32 %rd4, %r0, {per_thread};
+    add.u64 %rd3, %rd3, %rd4;
+{stores}
+    exit;
+"""
+
+
+@pytest.mark.parametrize("n,ta,tb,sa,sb,a_regs,dtype,dtype_d", [
+    (64, 0, 0, 1, 1, False, "f16", "f32"),
+    (64, 1, 0, 1, 1, False, "f16", "f32"),     # A MN-major (imm-trans-a)
+    (32, 0, 1, -1, 1, False, "bf16", "f32"),   # B MN-major, negated A
+    (128, 1, 1, 1, -1, False, "f16", "f32"),
+    (64, 0, 0, 1, 1, True, "f16", "f32"),      # A from registers
+    (64, 0, 1, 1, 1, True, "bf16", "f32"),
+    (64, 0, 0, 1, 1, False, "f16", "f16"),     # f16 accumulator
+])
+def test_single_wgmma_forms_equal_numpy(n, ta, tb, sa, sb, a_regs, dtype, dtype_d, rng):
+    from hopsim.functional import wgmma as W
+    from hopsim.functional.layouts import store_operand
+    from hopsim.functional.runner import run_cta
+    from isa.descriptor import MatrixDescriptor
+
+    def desc(start, trans):
+        # 128B swizzle, 1024-aligned: K-major SBO = 1024 (8-row groups); MN-major SBO = 1024 (8-k groups)
+        return MatrixDescriptor(start, 8192 if trans else 16, 1024, 0, "128B")
+
+    da, db = desc(0, ta), desc(16384, tb)
+    a_bits = (rng.standard_normal((64, 16)).astype(np.float16).view(np.uint16) if dtype == "f16"
+              else W.f32_to_bf16_bits(rng.standard_normal((64, 16)).astype(np.float32)))
+    b_bits = (rng.standard_normal((n, 16)).astype(np.float16).view(np.uint16) if dtype == "f16"
+              else W.f32_to_bf16_bits(rng.standard_normal((n, 16)).astype(np.float32)))
+    g = GlobalMemory()
+    out = g.alloc("OUT", 128 * 4 * (n // 2 if dtype_d == "f32" else n // 4))
+    af = g.alloc("AF", np.ascontiguousarray(W.pack_a_registers(a_bits).T).astype(np.uint32))
+    k = kernel(_one_mma_text(n, ta, tb, sa, sb, a_regs, dtype, dtype_d))
+    ex = CTAExecutor(k, Launch(block=128, params={"DA": da.encode(), "DB": db.encode(), "OUT": out, "AF": af}), g)
+    from isa.dtypes import parse_dtype
+    st = parse_dtype(dtype).storage  # the storage dtype store_operand writes (f16: float16, bf16: bits)
+    store_operand(ex.smem_obj, da, a_bits.view(st), "A", "MN" if ta else "K", dtype)
+    store_operand(ex.smem_obj, db, b_bits.view(st), "B", "MN" if tb else "K", dtype, n)
+    run_cta(ex)
+    regs = g.view("OUT", np.uint32).reshape(128, -1).T.astype(np.uint64)
+    d = W.unpack_accumulator(regs, n, dtype_d)
+    a = W.to_f32(a_bits, dtype).astype(np.float64)
+    b = W.to_f32(b_bits, dtype).astype(np.float64)
+    ref = (sa * sb) * (a @ b.T)
+    if dtype_d == "f32":
+        np.testing.assert_allclose(d, ref.astype(np.float32), rtol=2 ** -23, atol=1e-6)
+    else:
+        assert np.array_equal(d, ref.astype(np.float16))
+
+
+def test_tma_global_ranges_equal_the_layouts_module():
+    from hopsim.functional import bridge, tma
+    from isa.tensormap import TensorMap
+    t = TensorMap(dtype="f16", global_dims=(200, 100), global_strides_bytes=(400,), box_dims=(64, 64),
+                  global_address=4096, swizzle="128B")
+    for coords in [(0, 0), (160, 50), (-32, -8), (64, 90), (300, 0)]:
+        assert bridge.global_ranges(None, t, coords) == tma.global_ranges(t, coords)
+    full = TensorMap(dtype="f16", global_dims=(64, 100), global_strides_bytes=(128,), box_dims=(64, 32),
+                     global_address=0, swizzle="128B")
+    assert bridge.global_ranges(None, full, (0, 8)) == tma.global_ranges(full, (0, 8)) == ((1024, 4096),)
