@@ -5,7 +5,8 @@ Layout (open the file in https://ui.perfetto.dev or chrome://tracing):
     pid = SM index (process "SM 7")          pid = num_sms: the chip-wide memory ("L2/HBM")
       tid 0..3   SMSP0..3 issue slots          tid 0 L2->SM link, tid 1 HBM->L2 link
       tid 10     TMA issue stage, 11 TMA fill
-      tid 12     tensor cores, 13 smem port
+      tid 12     tensor cores, 13 smem port, 14/15 the SM's L2/HBM links (partitioned mode)
+      tid 16     TMA loads in flight (issue -> bytes landed), 17 wgmma in flight (issue -> done)
       tid 100+w  warp w of the CTA (slices: issue runs and waits, named by what they wait on)
 
 Events: "M" metadata names each process and thread; "X" complete events carry ``ts``/``dur``

@@ -226,6 +226,11 @@ class _Aggregate:
 
     def add(self, run: CtaRun, sm_id: int, slot: int, tr: Trace | None) -> None:
         self.add_stats(run.stats, sm_id, slot, tr)
+        if tr is not None and run.inflight:
+            tracks = {"TMA in flight": 16, "wgmma in flight": 17}
+            for a, b, name, track in run.inflight:
+                tr.name_thread(sm_id, tracks[track], track)
+                tr.slice(sm_id, tracks[track], name, a, b)
 
     def add_stats(self, warp_stats, sm_id: int = 0, slot: int = 0, tr: Trace | None = None) -> None:
         for st in warp_stats:

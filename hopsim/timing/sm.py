@@ -113,6 +113,7 @@ class CtaRun:
         self.last_async: dict[tuple, float] = {}  # FIFO completion per warpgroup / bulk warp
         self.pending_async = 0
         self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
+        self.inflight: list | None = [] if trace else None  # (start, end, name, track) of async ops
         self.hits = hits  # {(warp, i): (hit, hbm_share)} L2 residency decided at dispatch (partitioned mode)
 
     # ---------------------------------------------------------------- events
@@ -194,14 +195,20 @@ class CtaRun:
                 tl = self.tiles[w]
                 hit, share = (None, 1.0) if self.hits is None else self.hits[(w, len(tl))]
                 tl.append(eff.tile_key)
-                self._at(sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share), eff)
+                done = sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share)
+                self._at(done, eff)
+                if self.inflight is not None:
+                    self.inflight.append((issued, done, f"TMA load in flight {_coords(eff.tile_key)}", "TMA in flight"))
             elif kind == Kind.WGMMA:
                 st.wgmma = True
                 if eff.complete is not None:
                     info = eff.wgmma
                     resume = smsp.reserve(issued, c.wgmma_issue)
-                    t = sm.tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, "wgmma")
+                    t = sm.tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16")
                     self._at(t, eff, ("wg", eff.warpgroup))
+                    if self.inflight is not None:
+                        self.inflight.append((resume, t, f"wgmma group {eff.group} (warpgroup {eff.warpgroup})",
+                                              "wgmma in flight"))
             elif kind == Kind.TMA_STORE:
                 st.tma = True
                 _read_done, write_done = sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
@@ -257,6 +264,11 @@ def wait_name(key) -> str:
     if k == "bar":
         return f"bar.sync {key[1]}"
     return WAIT_NAME.get(k, str(k))
+
+
+def _coords(tile_key):
+    """Box coordinates of a TMA tile key (tensor-map handle, coords) for trace labels."""
+    return tile_key[1] if isinstance(tile_key, tuple) and len(tile_key) == 2 else tile_key
 
 
 def _succeed(evt, _timeout) -> None:
