@@ -95,27 +95,40 @@ def accum_regs(n: int, dtype_d: str) -> int:
     return n // 2 if dtype_d == "f32" else n // 4
 
 
+@lru_cache(maxsize=None)
+def _flat_index_t(n: int) -> np.ndarray:
+    """int[n//2, 128]: flat index row*n + col of value v of thread t, transposed (register-major)."""
+    rows, cols = accumulator_coords(n)
+    idx = np.ascontiguousarray((rows * n + cols).T)
+    idx.setflags(write=False)
+    return idx
+
+
 def unpack_accumulator(bits: np.ndarray, n: int, dtype_d: str) -> np.ndarray:
     """Register bits uint64[regs, 128] -> (64, n) matrix (float32 or float16)."""
+    idx = _flat_index_t(n)
     if dtype_d == "f32":
-        frag = bits.astype(np.uint32).view(np.float32).T  # [128, n/2]
+        vals = bits.astype(np.uint32).view(np.float32)          # [n/2, 128]
+        out = np.empty(64 * n, dtype=np.float32)
     else:
         u = bits.astype(np.uint32)
-        lo, hi = (u & 0xFFFF).astype(np.uint16), (u >> 16).astype(np.uint16)
-        frag = np.empty((128, n // 2), dtype=np.uint16)
-        frag[:, 0::2] = lo.T
-        frag[:, 1::2] = hi.T
-        frag = frag.view(np.float16)
-    return gather(np.ascontiguousarray(frag))
+        vals = np.empty((n // 2, 128), dtype=np.uint16)
+        vals[0::2] = (u & 0xFFFF).astype(np.uint16)
+        vals[1::2] = (u >> 16).astype(np.uint16)
+        vals = vals.view(np.float16)
+        out = np.empty(64 * n, dtype=np.float16)
+    out[idx] = vals
+    return out.reshape(64, n)
 
 
 def pack_accumulator(d: np.ndarray, dtype_d: str) -> np.ndarray:
     """(64, n) matrix -> register bits uint64[regs, 128]."""
-    frag = scatter(d)
+    n = d.shape[1]
+    idx = _flat_index_t(n)
     if dtype_d == "f32":
-        return np.ascontiguousarray(frag.astype(np.float32).T).view(np.uint32).astype(np.uint64)
-    h = np.ascontiguousarray(frag.astype(np.float16)).view(np.uint16).astype(np.uint64)
-    return (h[:, 0::2] | (h[:, 1::2] << np.uint64(16))).T.copy()
+        return np.ascontiguousarray(d, dtype=np.float32).ravel().take(idx).view(np.uint32).astype(np.uint64)
+    h = np.ascontiguousarray(d, dtype=np.float16).ravel().take(idx).view(np.uint16).astype(np.uint64)
+    return h[0::2] | (h[1::2] << np.uint64(16))
 
 
 def unpack_a_registers(bits: np.ndarray, dtype_a: str) -> np.ndarray:
@@ -143,9 +156,9 @@ def mma(a: np.ndarray, b: np.ndarray, d: np.ndarray | None, *, dtype_d: str = "f
     """
     if dtype_d not in ACCUM_TYPES:
         raise ValueError(f"dtype_d={dtype_d!r}: wgmma accumulates in f32 or f16")
-    acc = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+    acc = np.dot(np.asarray(a, np.float64), np.asarray(b, np.float64))
     if scale_a * scale_b < 0:
-        acc = -acc
+        np.negative(acc, out=acc)
     if scale_d and d is not None:
-        acc += np.asarray(d, np.float64)
+        acc += d
     return acc.astype(np.float32 if dtype_d == "f32" else np.float16)
