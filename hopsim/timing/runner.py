@@ -183,8 +183,13 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                          launch_cycles=float(gpu.timing.cta_launch_cycles.value), run_cta=run_cta)
     try:
         env.run(until=sched.done)
-    except RuntimeError as e:
-        if "No scheduled events left" not in str(e) or not live:
+    except Exception as e:
+        orig = e.__cause__
+        if orig is not None and type(orig) is type(e):
+            # SimPy re-raises a process's exception as a new instance of its class built from
+            # its args: give the caller the original (with its warp/barrier/phase fields)
+            raise orig.with_traceback(orig.__traceback__) from None
+        if not (isinstance(e, RuntimeError) and "No scheduled events left" in str(e) and live):
             raise
         run = min(live, key=lambda r: r.ex.cta_linear)
         raise run.ex.deadlock_error() from None

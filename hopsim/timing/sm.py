@@ -190,7 +190,7 @@ class CtaRun:
                     resume, what = done, "smem"
                 else:
                     resume, what = sm.smem.pipe.next_free, "smem"
-            elif kind == Kind.TMA_LOAD:
+            elif kind == Kind.TMA_LOAD and eff.complete is not None:  # (None: predicated off)
                 st.tma = True
                 tl = self.tiles[w]
                 hit, share = (None, 1.0) if self.hits is None else self.hits[(w, len(tl))]
@@ -209,7 +209,7 @@ class CtaRun:
                     if self.inflight is not None:
                         self.inflight.append((resume, t, f"wgmma group {eff.group} (warpgroup {eff.warpgroup})",
                                               "wgmma in flight"))
-            elif kind == Kind.TMA_STORE:
+            elif kind == Kind.TMA_STORE and eff.complete is not None:
                 st.tma = True
                 _read_done, write_done = sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
                                                       eff.gmem_bytes, "store")
