@@ -184,6 +184,16 @@ class CTAExecutor:
             raise IllegalInstruction(f"kernel parameter {name} has no value in Launch.params "
                                      f"(given: {', '.join(self.params) or 'none'})") from None
 
+    def registers_changed(self, rows=None) -> None:
+        """Call after writing `self.bits` from outside the executor: drops the warp-uniform cache
+        (`WarpState.uni`) of `rows` (default all) so the fast path re-reads the numpy values."""
+        for ws in self.warps:
+            if rows is None:
+                ws.uni = [None] * len(ws.uni)
+            else:
+                for r in rows:
+                    ws.uni[r] = None
+
     # ------------------------------------------------------------------------- queries
     def warp_done(self, w: int) -> bool:
         return self.warps[w].done

@@ -134,3 +134,42 @@ def test_warp_specialised_gemm_equals_numpy(order):
     d = g.view("D", np.float32).reshape(128, 128)
     np.testing.assert_allclose(d, reference(a, b), rtol=1e-5, atol=1e-4 * np.sqrt(512))
     assert st.by_kind[Kind.MBAR_WAIT] > 0
+
+
+def _effect_trace(values: bool):
+    g, params, a, b = setup(256, 64)
+    ex = CTAExecutor(kernel(gemm_text(64)), Launch(block=128, params=params), g, values=values)
+    out, pending = [], []
+    while not ex.all_done:
+        progressed = False
+        for w in range(4):
+            if ex.warp_done(w) or (ex.blocked(w) and not ex.is_ready(ex.blocked(w))):
+                continue
+            e = ex.issue(w, batch=8)
+            out.append((e.kind, e.warp, e.index, e.count, e.lanes, e.blocked_on, e.fired, e.mbarrier, e.phase,
+                        e.tx_bytes, e.group, e.smem_range, e.gmem_ranges, e.gmem_bytes, e.smem_bytes,
+                        None if e.smem_addrs is None else e.smem_addrs.tolist(), e.wgmma, e.tile_key))
+            if e.complete:
+                pending.append(e)
+            progressed = progressed or e.blocked_on is None
+        if not progressed and pending:
+            out.append(("complete",) + pending[0].complete())
+            pending.pop(0)
+    return out
+
+
+def test_timing_only_mode_gives_identical_effects():
+    """values=False skips data but every Effect field and event is the same (the timing layer may use
+    either)."""
+    assert _effect_trace(True) == _effect_trace(False)
+
+
+def test_ld_shared_before_the_tma_lands_is_named():
+    g, params, a, b = setup(128, 64)
+    src = gemm_text(64).replace("{wait}", "")
+    # read the A stage with ld.shared right after the prologue, before waiting on full[0]
+    src = src.replace("    mov.u32 %r9, 0;                                   // kb: k-block being consumed",
+                      "    ld.shared.u32 %r30, [smem+64];\n    mov.u32 %r9, 0;")
+    with pytest.raises(ReadBeforeLand) as ei:
+        run_kernel(kernel(src), Launch(block=128, params=params), g)
+    assert ei.value.text.startswith("ld.shared") and ei.value.barrier == 2 * (8192 + 8192)
