@@ -130,10 +130,10 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             hits = dispatch.classify(cta, tiles)
             key = tuple(hits.values())
         start = env.now
-        idle = memo and plan is not None
-        if idle:
+        use_memo = memo and plan is not None
+        if use_memo:
             key = (key, memo_mod.sm_state(sm, start))
-        if idle and key not in memo_table and key in in_flight:
+        if use_memo and key not in memo_table and key in in_flight:
             # an identical CTA is being simulated in detail since t0: it ends at t0 + d; this one
             # at start + d. Wait for it, then for the difference of start times.
             t0, done = in_flight[key]
@@ -145,9 +145,11 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             memo_mod.apply_residue(sm, start, residue)
             stats["memo_hits"] += 1
             agg.add_stats(warp_stats)
+            if tr is not None:
+                tr.slice(sm_id, 100 + slot * 64, f"CTA {cta} (memoised)", start, env.now)
             sm.ctas_run += 1
             return
-        if idle and key in memo_table:
+        if use_memo and key in memo_table:
             dur, delta, warp_stats, residue = memo_table[key]
             memo_mod.add_counters(sm, delta)
             memo_mod.apply_residue(sm, start, residue)
@@ -158,8 +160,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                 tr.slice(sm_id, 100 + slot * 64, f"CTA {cta} (memoised)", start, env.now)
             sm.ctas_run += 1
             return
-        before = memo_mod.sm_counters(sm) if idle else None
-        if idle:
+        before = memo_mod.sm_counters(sm) if use_memo else None
+        if use_memo:
             in_flight[key] = (start, env.event())
         ex = executor_factory(cta)
         run = CtaRun(env, sm, ex, consts, trace=trace, wavefronts=wavefronts, hits=hits)
@@ -172,7 +174,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         if tiles is not None and run.tiles != [[(h, co) for h, co, _ in row] for row in tiles]:
             raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
                               "simulate with memory='shared'")
-        if idle:
+        if use_memo:
             memo_table[key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before), run.stats,
                                memo_mod.sm_residue(sm, start))
             in_flight.pop(key)[1].succeed()
