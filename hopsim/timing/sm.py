@@ -203,7 +203,7 @@ class CtaRun:
                 st.wgmma = True
                 if eff.complete is not None:
                     info = eff.wgmma
-                    resume = smsp.reserve(issued, c.wgmma_issue)
+                    resume, what = smsp.reserve(issued, c.wgmma_issue), "wgmma_issue"
                     t = sm.tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16")
                     self._at(t, eff, ("wg", eff.warpgroup))
                     if self.inflight is not None:
@@ -217,9 +217,9 @@ class CtaRun:
             elif kind == Kind.LD_GLOBAL or kind == Kind.ST_GLOBAL:
                 resume, what = self._global(eff, issued), "gmem"
             elif kind == Kind.EXIT:
-                st.issue += issued - now
                 if issued > now:
-                    yield env.timeout(issued - now)
+                    yield env.timeout(-(-issued // 1) - now)
+                st.issue += env.now - now
                 break
             elif eff.complete is not None:  # any other async op: complete at issue
                 self._at(issued, eff)

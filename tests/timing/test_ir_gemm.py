@@ -38,6 +38,14 @@ def test_gemm_product_and_roles():
     assert r.ctas_per_sm == 1 and r.limiting in ("shared_memory", "registers")
 
 
+def test_every_warp_cycle_is_issue_or_a_named_wait():
+    r, *_ = _run(128, 128, 512, values=False)
+    for role, st in r.roles.items():
+        assert st["issue"] + sum(st["wait"].values()) == st["lifetime"], role
+    assert any(k.startswith("mbarrier 0x") for k in r.roles["producer"]["wait"])  # waits on empty[s]
+    assert "wgmma.wait_group" in r.roles["consumer"]["wait"]
+
+
 def test_tensor_pipe_bounds_the_mainloop():
     k = 2048
     r, *_ = _run(128, 128, k, values=False)
