@@ -38,6 +38,16 @@ def test_gemm_product_and_roles():
     assert r.ctas_per_sm == 1 and r.limiting in ("shared_memory", "registers")
 
 
+def test_grid_gemm_product_with_l2_reuse():
+    m, n, k = 256, 384, 256
+    r, g, a, b = _run(m, n, k)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(grid_result(g, m, n), ref, rtol=1e-5, atol=1e-4 * np.sqrt(k))
+    # every A and B tile crosses HBM once; the other CTAs of its row / column read it from L2
+    assert r.bytes_hbm == (m + n) * k * 2
+    assert r.bytes_l2 == (n // 128) * m * k * 2 + (m // 128) * n * k * 2 - r.bytes_hbm
+
+
 def test_every_warp_cycle_is_issue_or_a_named_wait():
     r, *_ = _run(128, 128, 512, values=False)
     for role, st in r.roles.items():
