@@ -426,14 +426,21 @@ def with_scalar(vec_fn, getters, dst_row: int, sfn, width: int):
 
 def invalidating(fn, rows):
     """Wrap an op so the registers it writes lose their uniform value first."""
-    rows = tuple(rows)
+    rows = sorted(rows)
     if getattr(fn, "scalar_aware", False):
         return fn
+    runs = []  # contiguous row runs (a register vector is one run): cleared by slice assignment
+    for r in rows:
+        if runs and runs[-1][1] == r:
+            runs[-1][1] = r + 1
+        else:
+            runs.append([r, r + 1])
+    runs = tuple((a, b, [None] * (b - a)) for a, b in runs)
 
     def wrapped(ex, ws, mask):
         uni = ws.uni
-        for r in rows:
-            uni[r] = None
+        for a, b, nones in runs:
+            uni[a:b] = nones
         return fn(ex, ws, mask)
     wrapped.scalar_aware = True
     return wrapped
