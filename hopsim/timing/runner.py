@@ -58,7 +58,8 @@ def _bank_model():
 def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = False, gmem=None,
              checks: bool = True, flop_count: float | None = None, regs_per_thread: int | None = None,
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
-             bank_model=None, memory: str = "shared", memo: bool = False) -> SimResult:
+             bank_model=None, memory: str = "shared", memo: bool = False,
+             max_cycles: int | None = None) -> SimResult:
     """Time `kernel` launched as `launch` on `gpu` (default H100 SXM). See module docstring.
 
     gmem: the `GlobalMemory` holding the kernel's buffers and tensor maps (shared by all CTAs).
@@ -72,6 +73,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     residency of a CTA's TMA tiles decided when it is dispatched; see memory.SmLink, memo.py).
     memo: replay CTAs whose inputs to timing equal an already simulated CTA's (memo.py); needs
     values=False, memory="partitioned", one CTA per SM and no jitter, else it is refused.
+    max_cycles: stop with a `SimulationLimit` error naming the running warps if the launch is not
+    done by then (a livelock, e.g. a test_wait spin on a phase that never completes).
     """
     gpu = gpu or load_gpu()
     if memory not in ("shared", "partitioned"):
@@ -184,13 +187,20 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     sched = CtaScheduler(env, num_sms=num_sms, ctas_per_sm=occ.ctas_per_sm, num_ctas=num_ctas,
                          launch_cycles=float(gpu.timing.cta_launch_cycles.value), run_cta=run_cta)
     try:
-        env.run(until=sched.done)
+        if max_cycles is not None:
+            env.run(until=env.any_of([sched.done, env.timeout(max_cycles)]))
+            if not sched.done.triggered:
+                raise SimulationLimit(max_cycles, live)
+        else:
+            env.run(until=sched.done)
     except Exception as e:
         orig = e.__cause__
         if orig is not None and type(orig) is type(e):
             # SimPy re-raises a process's exception as a new instance of its class built from
             # its args: give the caller the original (with its warp/barrier/phase fields)
             raise orig.with_traceback(orig.__traceback__) from None
+        if isinstance(e, SimulationLimit):
+            raise
         if not (isinstance(e, RuntimeError) and "No scheduled events left" in str(e) and live):
             raise
         run = min(live, key=lambda r: r.ex.cta_linear)
@@ -222,6 +232,19 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                "memo": bool(memo), "tile_plan": plan is not None, **stats},
         trace=tr, machine=gmem,
     )
+
+
+class SimulationLimit(HopsimError):
+    """The launch ran past `max_cycles` (livelock or a too small limit); names the live warps."""
+
+    def __init__(self, max_cycles: int, live):
+        where = []
+        for run in sorted(live, key=lambda r: r.ex.cta_linear)[:4]:
+            for w in range(run.ex.num_warps):
+                if not run.ex.warp_done(w):
+                    where.append(f"CTA {run.ex.cta_linear} warp {w} at #{run.ex.pc(w)}")
+        super().__init__(f"simulation passed max_cycles={max_cycles} with warps still running: "
+                         + "; ".join(where[:16]))
 
 
 class _Aggregate:

@@ -179,3 +179,25 @@ def test_trace_has_a_track_per_warp_and_unit():
     ev = r.trace.to_json()["traceEvents"]
     names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
     assert {"CTA0.warp0 (other)", "CTA0.warp3 (other)", "SM0.smem"} <= names
+
+
+SPIN = r"""
+.kernel spin
+.shared .align 16 .b8 smem[64]
+.reg .pred %p<2>
+.reg .u32 %r<2>
+    mov.u32 %r0, %tid.x;
+    setp.eq.u32 %p0, %r0, 0;
+@%p0 mbarrier.init.shared::cta.b64 [smem+8], 2;
+    bar.sync 0;
+SPIN:
+    mbarrier.test_wait.parity.shared::cta.b64 %p1, [smem+8], 0;
+@!%p1 bra SPIN;
+    exit;
+"""
+
+
+def test_livelock_stops_at_max_cycles_naming_the_warps():
+    from hopsim.timing.runner import SimulationLimit
+    with pytest.raises(SimulationLimit, match="CTA 0 warp 0"):
+        simulate(parse(SPIN), Launch(grid=1, block=32), GPU, max_cycles=20_000)
