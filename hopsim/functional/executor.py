@@ -149,7 +149,11 @@ class CTAExecutor:
         self.bits = self.rf.bits
         self.smem_size = self.prog.static_smem + int(launch.dynamic_smem)
         self.smem_obj, self.smem = _make_smem(self.smem_size, smem)
-        self.params = dict(launch.params)
+        self.params = {}
+        for name, v in dict(launch.params).items():
+            if not isinstance(v, (int, float, np.integer, np.floating)):
+                v = gmem.register_tensor_map(name, v)  # a tensor-map object given directly
+            self.params[name] = v
         self.mbar: dict[int, MbarrierState] = {}
         self.bars: dict[int, list] = {}     # id -> [arrived_threads, generation, warps]
         self.bulk: dict[int, dict] = {}     # warp -> {"uncommitted": [], "groups": [], "committed", "completed"}

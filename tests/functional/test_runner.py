@@ -173,3 +173,11 @@ def test_ld_shared_before_the_tma_lands_is_named():
     with pytest.raises(ReadBeforeLand) as ei:
         run_kernel(kernel(src), Launch(block=128, params=params), g)
     assert ei.value.text.startswith("ld.shared") and ei.value.barrier == 2 * (8192 + 8192)
+
+
+def test_tensor_maps_may_be_given_directly_as_params():
+    from _gemm_kernel import tensor_map
+    g, params, a, b = setup(128, 64)
+    params = dict(params, tmA=tensor_map(g.address("A"), 64, 128), tmB=tensor_map(g.address("B"), 64, 128))
+    run_kernel(kernel(gemm_text(64)), Launch(block=128, params=params), g)
+    np.testing.assert_allclose(g.view("D", np.float32).reshape(64, 64), reference(a, b), rtol=1e-5, atol=2e-3)
