@@ -66,6 +66,8 @@ def classify(name: str, lane: str = "", cat: str = "") -> str:
 
 
 def _events(trace: Any) -> tuple[list[dict], float | None]:
+    if hasattr(trace, "to_json"):  # a hopsim.trace.Trace
+        trace = trace.to_json()
     if isinstance(trace, dict):
         clock = (trace.get("otherData") or {}).get("clock_mhz")
         return list(trace.get("traceEvents") or []), clock

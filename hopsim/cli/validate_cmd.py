@@ -1,0 +1,189 @@
+"""`hopsim validate run|calibrate|compare`: the H100 validation suite.
+
+    run        measure on this machine's sm90 GPU (GEMM sweeps, microbenchmarks, bank truth under
+               ncu) and write records with provenance; without a GPU it says so and exits 0
+    calibrate  microbenchmark records -> hopsim/config/h100_sxm_calibrated.json (each number with
+               its source record)
+    compare    simulate every recorded GEMM configuration; MAPE, worst case, Spearman, sweep
+               shapes, microbenchmarks, bank conflicts -> a markdown report with PNG plots
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from isa.errors import InputError
+
+EXAMPLE = """examples:
+  hopsim validate compare --out validation/reports/latest        # report.md + PNGs
+  hopsim validate compare --only 10 --json                         # quick look, JSON summary
+  hopsim validate calibrate --dry-run                              # show what would change
+  hopsim validate run --what gemm --sweep validation --out recs/   # on an H100 machine"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from hopsim.cli import _Parser
+
+    p = sub.add_parser("validate", help="run on an H100, calibrate, compare with the simulator",
+                       description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    vs = p.add_subparsers(dest="validate_cmd", metavar="run|calibrate|compare", parser_class=_Parser)
+
+    r = vs.add_parser("run", help="measure on this machine's GPU (skips without one)",
+                      description="Run the validation workloads on an sm90 GPU through CuPy and "
+                      "write one JSON record per run (provenance: device, clocks, driver, CUDA, git "
+                      "commit, date).", epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("--what", default="gemm", choices=("gemm", "micro", "bank"),
+                   help="GEMM sweeps (default), microbenchmarks, or the bank-conflict truth set")
+    r.add_argument("--sweep", default="smoke", help="GEMM sweep name (smoke, best, validation)")
+    r.add_argument("--out", metavar="DIR", help="record directory (default: a temporary one)")
+    r.set_defaults(func=run_run)
+
+    c = vs.add_parser("calibrate", help="microbenchmark records -> calibrated timing config",
+                      description="Derive the H100 timing parameters from the microbenchmark "
+                      "records (never from GEMM records) and write them with their sources.",
+                      epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("--records", metavar="DIR", help="records directory (default validation/records/h100)")
+    c.add_argument("--out", metavar="FILE.json", help="output (default hopsim/config/h100_sxm_calibrated.json)")
+    c.add_argument("--dry-run", action="store_true", help="print the table, write nothing")
+    c.add_argument("--json", action="store_true", help="print the rows as JSON")
+    c.set_defaults(func=run_calibrate)
+
+    m = vs.add_parser("compare", help="simulate every recorded configuration; report",
+                      description="Simulate every H100 GEMM record and compare: per-configuration "
+                      "error, MAPE, worst case, Spearman, sweep shapes; microbenchmarks; bank "
+                      "conflicts. Writes report.md, compare.json and PNG plots.",
+                      epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("--out", metavar="DIR", default="validation/reports/latest",
+                   help="report directory (default validation/reports/latest)")
+    m.add_argument("--records", metavar="DIR", help="records directory (default validation/records/h100)")
+    m.add_argument("--only", type=int, metavar="N", help="only the first N configurations")
+    m.add_argument("--jobs", type=int, help="worker processes (default: all CPUs)")
+    m.add_argument("--no-cache", action="store_true", help="re-simulate even if cached")
+    m.add_argument("--no-progress", action="store_true")
+    m.add_argument("--json", action="store_true", help="print the summary as JSON")
+    m.set_defaults(func=run_compare)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _dir(field: str, value: str | None) -> pathlib.Path | None:
+    if value is None:
+        return None
+    d = pathlib.Path(value)
+    if not d.is_dir():
+        raise InputError(field, value, "an existing directory of records (*.json)")
+    return d
+
+
+def gpu_available() -> tuple[bool, str]:
+    """(True, name) when CuPy sees a compute capability 9.x GPU, else (False, why)."""
+    try:
+        import cupy  # noqa: PLC0415
+    except Exception as exc:  # noqa: BLE001
+        return False, f"CuPy is not importable ({type(exc).__name__}); install the 'gpu' extra"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001
+        return False, f"no CUDA device ({str(exc).splitlines()[0]})"
+    if n < 1:
+        return False, "no CUDA device"
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    if props["major"] != 9:
+        return False, f"device 0 is sm_{props['major']}{props['minor']}, not sm_90"
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return True, name
+
+
+def run_run(args) -> int:
+    ok, why = gpu_available()
+    if not ok:
+        print(f"hopsim validate run: skipped: {why}. The committed H100 records in "
+              "validation/records/h100 are what `hopsim validate compare` reads.")
+        return 0
+    out = ["--out", args.out] if args.out else []
+    if args.what == "gemm":
+        from validation.gemm_runs import SWEEPS, main as gemm_main
+
+        if args.sweep not in SWEEPS:
+            raise InputError("sweep", args.sweep, "one of " + ", ".join(sorted(SWEEPS)))
+        return gemm_main(["--sweep", args.sweep] + out)
+    if args.what == "micro":
+        from validation.microbench import main as micro_main
+
+        return micro_main(out)
+    from validation.bank_truth import main as bank_main
+
+    if not args.out:
+        raise InputError("out", None, "a directory for the bank_conflicts record (--out DIR)")
+    return bank_main(["run", "--out", args.out])
+
+
+def run_calibrate(args) -> int:
+    from validation.calibrate import calibrate
+
+    records = _dir("records", args.records)
+    kw: dict = {}
+    if records is not None:
+        kw["records_dir"] = records
+    if args.dry_run:
+        kw["out_path"] = None
+    elif args.out:
+        kw["out_path"] = pathlib.Path(args.out)
+    rows = calibrate(**kw)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return 0
+    w = max([5] + [len(r["field"]) for r in rows])
+    print(f"{'field':<{w}}  {'old':>10}  {'new':>10}  unit        source")
+    for r in rows:
+        print(f"{r['field']:<{w}}  {_num(r['old']):>10}  {_num(r['new']):>10}  {r.get('unit', ''):<10}  "
+              f"{r.get('source', '')}")
+    if args.dry_run:
+        print("(dry run: nothing written)")
+    else:
+        print(f"written: {args.out or 'hopsim/config/h100_sxm_calibrated.json'}")
+    return 0
+
+
+def _num(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def run_compare(args) -> int:
+    from validation.run_compare import compare_records
+
+    if args.only is not None and args.only < 1:
+        raise InputError("only", args.only, "a positive number of configurations")
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("jobs", args.jobs, "a positive number of worker processes")
+    records = _dir("records", args.records)
+    out = compare_records(args.out, records_dir=records, jobs=args.jobs,
+                          progress=not args.no_progress, use_cache=not args.no_cache, only=args.only)
+    g = out.gemm.overall
+    summary = {"configurations": g.n, "mape_pct": g.mape_pct, "worst_error_pct": g.worst_error_pct,
+               "worst": g.worst_label, "spearman": g.spearman, "mean_error_pct": g.mean_error_pct,
+               "fixed_clock_mape_pct": out.gemm_fixed_clock.overall.mape_pct,
+               "shapes": {k: out.gemm.shape_counts(k) for k in out.gemm.shapes},
+               "micro_within": [sum(r.ok for r in out.micro), len(out.micro)],
+               "bank_exact": [out.bank.exact, out.bank.total] if out.bank else None,
+               "failed": len(out.failed), "report": str(out.report_path)}
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(f"GEMM: {g.n} configurations, MAPE {g.mape_pct:.1f}%, worst {g.worst_error_pct:+.1f}% "
+          f"({g.worst_label}), Spearman {g.spearman:.3f} (at the observed clock; at the fixed model "
+          f"clock MAPE {out.gemm_fixed_clock.overall.mape_pct:.1f}%)")
+    for k, (ok, n) in summary["shapes"].items():
+        if n:
+            print(f"  sweeps along {k}: {ok} of {n} within 10%")
+    if out.micro:
+        print(f"microbenchmarks: {summary['micro_within'][0]} of {len(out.micro)} within 10%")
+    if out.bank:
+        print(f"bank conflicts: {out.bank.exact} of {out.bank.total} patterns exact")
+    if out.failed:
+        print(f"{len(out.failed)} configurations failed to simulate (see the report)", file=sys.stderr)
+    print(f"report: {out.report_path}")
+    return 0

@@ -1,0 +1,171 @@
+"""Simulate one configuration of the TMA + WGMMA GEMM family (the `simulate gemm` job).
+
+    from kernels.params import GemmParams
+    from hopsim.gemm_sim import simulate_gemm
+    run = simulate_gemm(GemmParams(m=4096, n=4096, k=4096, stages=4))
+    run.result.cycles, run.time_ms, run.tflops
+
+Two modes, chosen by `mode=`:
+
+    "fast"   timing only (no data values), per-SM memory partitions and CTA memoisation
+             (hopsim/timing/memo.py): cycles equal the full timing-only run's on the test set
+             (tests/timing/test_memo.py); what large problems use.
+    "full"   data values through simulated shared memory (the real product), one shared L2/HBM
+             link for the chip; slow (functional execution of every instruction); for `check=True`.
+    "auto"   (default) "full" when check=True, else "fast".
+
+Memoisation needs one CTA per SM; when the occupancy allows more, fast mode drops memo (still
+timing only and partitioned) and says so in `run.notes`.
+
+`simulate_point(point) -> dict` is the sweep function (`hopsim sweep`, hopsim/sweep.py): a point is
+a dict of `GemmParams` fields plus `gpu`; it returns cycles, time_ms, tflops, ctas_per_sm, waves and
+the stall breakdown as flat columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from isa.errors import HopsimError, InputError
+from kernels.params import GemmParams
+
+MODES = ("auto", "fast", "full")
+#: --check runs the functional machine on every instruction; above this many MACs it takes minutes.
+CHECK_MAX_MACS = 512 * 512 * 512
+
+
+class CheckFailed(HopsimError):
+    """The simulated GEMM result differs from numpy beyond the dtype's tolerance."""
+
+
+@dataclass
+class GemmRun:
+    """One simulated GEMM: the parameters, the timed result and (with check) the numeric check."""
+
+    params: GemmParams
+    result: Any                       # hopsim.result.SimResult
+    mode: str
+    wall_s: float
+    notes: list[str] = field(default_factory=list)
+    check: dict | None = None         # {"rel_err", "max_abs_err", "tolerance", "ok"}
+
+    @property
+    def cycles(self) -> int:
+        return self.result.cycles
+
+    @property
+    def time_ms(self) -> float:
+        return self.result.time_ms
+
+    @property
+    def tflops(self) -> float:
+        """Useful FLOPs (2 M N K) over the simulated time."""
+        s = self.time_ms * 1e-3
+        return self.params.flops / s / 1e12 if s > 0 else 0.0
+
+    def to_json(self) -> dict:
+        r = self.result.to_json()
+        r.update({"cycles": self.cycles, "time_ms": self.time_ms, "tflops": self.tflops,
+                  "ctas_per_sm": self.result.ctas_per_sm, "waves": self.result.waves,
+                  "mode": self.mode, "sim_wall_s": round(self.wall_s, 3), "notes": self.notes,
+                  "params": self.params.to_dict()})
+        if self.check is not None:
+            r["check"] = self.check
+        return r
+
+
+def tolerance(params: GemmParams) -> float:
+    """Relative (Frobenius) error allowed against the float64 product: output rounding to the
+    dtype (f16 2^-11, bf16 2^-8 relative) dominates; f16 accumulation adds about sqrt(K) roundings
+    of 2^-11 each. Bounds with a factor 4 of headroom over those estimates."""
+    unit = 2.0 ** -8 if params.dtype == "bf16" else 2.0 ** -11
+    acc = (params.k ** 0.5) * 2.0 ** -11 if params.accum == "f16" else 0.0
+    return 4 * (unit + acc)
+
+
+def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
+                  trace: bool = False, seed: int = 0, max_cycles: int | None = None) -> GemmRun:
+    """Build the IR kernel of `params` (kernels/gemm.py) and time it on `gpu` (default H100 SXM,
+    calibrated). `check=True` runs with values and compares the product with numpy (raises
+    `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS."""
+    import numpy as np
+
+    from hopsim.config import load_gpu
+    from hopsim.timing.runner import simulate
+    from kernels.gemm import build_gemm, read_result, reference, setup_gemm
+
+    if mode not in MODES:
+        raise InputError("mode", mode, "one of " + ", ".join(MODES))
+    if mode == "auto":
+        mode = "full" if check else "fast"
+    if check and mode != "full":
+        raise InputError("mode", mode, "'full' (or auto) with --check: the fast mode computes no values")
+    macs = params.m * params.n * params.k
+    if check and macs > CHECK_MAX_MACS:
+        raise InputError("check", f"{params.m}x{params.n}x{params.k}",
+                         f"a problem of at most {CHECK_MAX_MACS} multiply-adds (e.g. 512x512x512): "
+                         "--check runs every instruction functionally")
+    gpu = gpu or load_gpu()
+    gk = build_gemm(params)
+    values = mode == "full"
+    gmem, launch, a, b = setup_gemm(params, gk, seed=seed, values=values)
+    notes: list[str] = []
+    kw: dict[str, Any] = {}
+    if mode == "fast":
+        kw.update(memory="partitioned", memo=True)
+    t0 = time.perf_counter()
+    res = simulate(gk.kernel, launch, gpu, values=values, trace=trace, gmem=gmem,
+                   flop_count=params.flops, regs_per_thread=gk.regs_per_thread,
+                   max_cycles=max_cycles, **kw)
+    wall = time.perf_counter() - t0
+    run = GemmRun(params, res, mode, wall, notes)
+    if mode == "fast" and res.ctas_per_sm != 1:
+        notes.append(f"{res.ctas_per_sm} CTAs per SM: CTA memoisation off (it needs one CTA per SM)")
+    if check:
+        c = read_result(gmem, params).astype(np.float64)
+        ref = reference(a, b, params)
+        err = float(np.linalg.norm(c - ref) / max(np.linalg.norm(ref), 1e-30))
+        tol = tolerance(params)
+        run.check = {"rel_err": err, "max_abs_err": float(np.max(np.abs(c - ref))),
+                     "tolerance": tol, "ok": bool(err <= tol)}
+        if not err <= tol:
+            raise CheckFailed(f"check: simulated C differs from numpy: relative error {err:.3g} > "
+                              f"{tol:.3g} allowed for {params.dtype}/{params.accum} (K={params.k})")
+    return run
+
+
+# --------------------------------------------------------------------------- sweeps
+
+_POINT_KEYS = {f.name for f in dataclasses.fields(GemmParams)}
+
+
+def params_of(point: dict) -> GemmParams:
+    """GemmParams from a sweep point (unknown keys other than `gpu` are an error)."""
+    d = {k: v for k, v in point.items() if k != "gpu"}
+    return GemmParams.from_dict(d)
+
+
+def flat_row(run: GemmRun) -> dict:
+    """The columns a sweep row gets: the contract keys plus utilisation and stall cycles."""
+    r = run.result
+    row = {"cycles": run.cycles, "time_ms": run.time_ms, "tflops": run.tflops,
+           "ctas_per_sm": r.ctas_per_sm, "waves": r.waves, "limiting": r.limiting,
+           "bytes_hbm": r.bytes_hbm, "bytes_l2": r.bytes_l2, "bank_conflicts": r.bank_conflicts,
+           "sim_wall_s": round(run.wall_s, 3)}
+    for unit, v in r.busy.items():
+        row[f"busy_{unit}"] = round(float(v), 4)
+    for role, d in r.roles.items():
+        for what, cyc in d.get("wait", {}).items():
+            row[f"wait_{role}_{what}"] = cyc
+    return row
+
+
+def simulate_point(point: dict) -> dict:
+    """Sweep function: simulate the GEMM configuration `point` (fast mode) -> flat result row."""
+    from hopsim.config import load_gpu
+
+    gpu = load_gpu(point.get("gpu") or "h100_sxm")
+    return flat_row(simulate_gemm(params_of(point), gpu))
