@@ -93,10 +93,11 @@ def parse_ptxas(log: str) -> dict:
     return out
 
 
-def compile_gemm(p: GemmParams, digest: str | None = None) -> Compiled:
-    """nvcc the family for one configuration (cache hit if sources and flags are unchanged)."""
+def compile_gemm(p: GemmParams, digest: str | None = None, extra_flags: tuple = ()) -> Compiled:
+    """nvcc the family for one configuration (cache hit if sources and flags are unchanged).
+    `extra_flags`: more -D macros, e.g. ("-DGEMM_PROFILE=1",) for validation/cycle_profile.py."""
     digest = digest or _sources_digest()
-    flags = NVCC_FLAGS + p.nvcc_flags()
+    flags = NVCC_FLAGS + p.nvcc_flags() + list(extra_flags)
     key = hashlib.sha256((digest + " ".join(flags)).encode()).hexdigest()[:20]
     d = cache_dir()
     cubin, logf = d / f"gemm_{key}.cubin", d / f"gemm_{key}.log"

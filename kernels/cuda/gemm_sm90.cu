@@ -23,6 +23,8 @@
 //                                coalesced stores
 //   GEMM_RASTER              0 = row-major tile order, 1 = grouped (GEMM_GROUP M-tiles per group)
 //   C is always MxN row-major. CTAs per SM is a host-side knob (extra dynamic shared memory).
+//   GEMM_PROFILE             1 = a 4th argument receives per CTA {smid, clock64 start, end,
+//                                globaltimer start, end} (validation/cycle_profile.py); default 0
 //
 // Shared memory (dynamic, base rounded up to 1024 B so every swizzle atom is aligned):
 //   [A stage 0..S-1: BM x 64 each][B stage 0..S-1: BN x 64 each][epilogue slabs: 2 KB per warp]
@@ -95,6 +97,9 @@
 #endif
 #ifndef GEMM_GROUP
 #define GEMM_GROUP 8
+#endif
+#ifndef GEMM_PROFILE
+#define GEMM_PROFILE 0   // 1: extra kernel argument, per-CTA clock64/%globaltimer/%smid record
 #endif
 
 #if GEMM_DTYPE == 0
@@ -288,8 +293,21 @@ __device__ __forceinline__ void epilogue(acc_t (&acc)[cfg::MI][cfg::ACC_PER_M64]
 
 extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
     gemm_sm90(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
-              elem_t* __restrict__ C) {
+              elem_t* __restrict__ C
+#if GEMM_PROFILE
+              , unsigned long long* __restrict__ prof
+#endif
+              ) {
   using namespace cfg;
+#if GEMM_PROFILE
+  // Cycle profile (validation/cycle_profile.py): per CTA {smid, clock64 at entry, clock64 after
+  // the last thread's epilogue, %globaltimer ns at both}; costs one __syncthreads at the end.
+  unsigned long long prof_c0 = 0, prof_g0 = 0;
+  if (threadIdx.x == 0) {
+    prof_c0 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(prof_g0));
+  }
+#endif
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full_bar[S];
   __shared__ __align__(8) uint64_t empty_bar[S];
@@ -416,4 +434,16 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
                base + EPI_OFF + cwarp * EPI_SLAB);
     }
   }
+#if GEMM_PROFILE
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long c1 = clock64(), g1, smid;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    uint32_t sm32;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm32));
+    smid = sm32;
+    unsigned long long* r = prof + 5ull * blockIdx.x;
+    r[0] = smid; r[1] = prof_c0; r[2] = c1; r[3] = prof_g0; r[4] = g1;
+  }
+#endif
 }

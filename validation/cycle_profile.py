@@ -1,0 +1,200 @@
+"""Measure GEMM kernels in SM cycles (not only milliseconds) on the H100: the clock-free truth.
+
+    python3 -m validation.cycle_profile --out DIR [--part 1/2] [--only N]   # on the GPU machine
+    python3 -m validation.cycle_profile --list                               # anywhere
+
+Why: the H100 lowers its SM clock under heavy tensor load (1350-1980 MHz in our GEMM records), so
+a time in ms mixes what the simulator predicts (cycles) with power management (which it does not).
+Compiled with -DGEMM_PROFILE=1, kernels/cuda/gemm_sm90.cu writes per CTA {%smid, clock64 at
+entry, clock64 after the CTA's last epilogue store (after a __syncthreads), %globaltimer at both}.
+From the last launch of a warm batch this module derives:
+
+    kernel_cycles      max over SMs of (last CTA end - first CTA start) on that SM, in that SM's
+                       clock64 (SM counters are not synchronised with each other, so never across SMs)
+    clock_mhz          per SM: cycles of that span / ns of the same span (%globaltimer); median
+    kernel_ns          max(globaltimer end) - min(globaltimer start) over all CTAs
+    cta_cycles_*       one CTA's lifetime in cycles: median, p10, p90, min, max
+    ctas_per_sm_seen   the most CTAs whose lifetimes overlap on one SM (the real occupancy)
+    ctas_per_sm_count  CTAs each SM ran: min, max (waves)
+    sm0_ctas           (start, end) cycles of the CTAs of the SM with the most CTAs, relative
+
+The profile adds one __syncthreads and a few instructions per CTA; the batch time with CUDA events
+is recorded too (`event_ms`) so it can be compared with the un-profiled `gemm` record.
+Configurations: every distinct `params` of the committed `gemm` records. Records: kind
+`gemm_cycles`, one per configuration, with provenance. Runs on the GPU machine (numpy, cupy,
+stdlib, `kernels.params`, `validation.harness` only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import pathlib
+import sys
+import time
+
+from kernels.params import GemmParams
+
+PROFILE_FLAGS = ("-DGEMM_PROFILE=1",)
+RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
+
+
+def configurations(records_dir: pathlib.Path = RECORDS) -> list[GemmParams]:
+    """Distinct parameters of the committed gemm records, in a stable order."""
+    seen = {}
+    for p in sorted(records_dir.glob("gemm__*.json")):
+        rec = json.loads(p.read_text())
+        if rec.get("kind") != "gemm" or rec.get("status", "ok") != "ok":
+            continue
+        key = json.dumps(rec["params"], sort_keys=True)
+        seen.setdefault(key, rec["params"])
+    return [GemmParams.from_dict(seen[k]) for k in sorted(seen)]
+
+
+def _compile(p: GemmParams):
+    from validation.harness import compile_gemm
+
+    try:
+        return compile_gemm(p, extra_flags=PROFILE_FLAGS)
+    except Exception as e:  # noqa: BLE001
+        return e
+
+
+def analyse(prof, ctas: int) -> dict:
+    """Statistics of a (ctas, 5) uint64 array {smid, c0, c1, g0, g1} (see module docstring)."""
+    import numpy as np
+
+    a = np.asarray(prof, dtype=np.int64).reshape(ctas, 5)
+    sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
+    spans, clocks, per_sm, overlap = {}, [], [], 0
+    for s in np.unique(sm):
+        idx = np.nonzero(sm == s)[0]
+        span = int(c1[idx].max() - c0[idx].min())
+        ns = int(g1[idx].max() - g0[idx].min())
+        spans[int(s)] = span
+        if ns > 0:
+            clocks.append(span / ns * 1e3)
+        per_sm.append(len(idx))
+        ev = sorted([(int(c0[i]), 1) for i in idx] + [(int(c1[i]), -1) for i in idx],
+                    key=lambda t: (t[0], t[1]))
+        cur = 0
+        for _, d in ev:
+            cur += d
+            overlap = max(overlap, cur)
+    life = (c1 - c0).astype(np.float64)
+    busiest = max(spans, key=lambda s: (per_sm[list(spans).index(s)], spans[s]))
+    idx = np.nonzero(sm == busiest)[0]
+    t0 = int(c0[idx].min())
+    sm0 = sorted((int(c0[i] - t0), int(c1[i] - t0)) for i in idx)
+    return {
+        "kernel_cycles": int(max(spans.values())),
+        "kernel_cycles_median_sm": float(np.median(list(spans.values()))),
+        "clock_mhz": float(np.median(clocks)) if clocks else None,
+        "clock_mhz_min": float(np.min(clocks)) if clocks else None,
+        "clock_mhz_max": float(np.max(clocks)) if clocks else None,
+        "kernel_ns": int(g1.max() - g0.min()),
+        "cta_cycles_median": float(np.median(life)), "cta_cycles_p10": float(np.percentile(life, 10)),
+        "cta_cycles_p90": float(np.percentile(life, 90)), "cta_cycles_min": float(life.min()),
+        "cta_cycles_max": float(life.max()),
+        "ctas_per_sm_seen": int(overlap), "sms_used": len(spans),
+        "ctas_per_sm_count": [int(min(per_sm)), int(max(per_sm))],
+        "sm0_ctas": sm0,
+    }
+
+
+def profile_one(p: GemmParams, compiled, warm_s: float = 0.25) -> dict:
+    """Warm batch (about warm_s of launches), then the profile of the last launch."""
+    import cupy as cp
+
+    from validation import harness as H
+
+    mod = cp.RawModule(path=str(compiled.cubin))
+    fn = mod.get_function("gemm_sm90")
+    fn.max_dynamic_shared_size_bytes = p.dynamic_smem_bytes
+    a, b = H.make_inputs(p, 7)
+    c = cp.empty((p.m, p.n), dtype=H.cp_dtype(p.dtype))
+    prof = cp.zeros(p.grid * 5, dtype=cp.uint64)
+    ta, tb = H.gemm_tensor_maps(p, a, b)
+    maps = (H._as_param(ta), H._as_param(tb))
+
+    def launch():
+        fn((p.grid,), (p.threads,), (maps[0], maps[1], c, prof), shared_mem=p.dynamic_smem_bytes)
+
+    launch()
+    H.check_last_error(f"profile launch {p.tag}")
+    est = max(p.flops / 500e12, 2e-6)
+    n = max(10, min(2000, int(warm_s / est)))
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(n // 2):
+        launch()
+    start.record()
+    for _ in range(n - n // 2):
+        launch()
+    end.record()
+    end.synchronize()
+    event_ms = cp.cuda.get_elapsed_time(start, end) / (n - n // 2)
+    H.check_last_error(f"profile batch {p.tag}")
+    out = analyse(cp.asnumpy(prof), p.grid)
+    out.update({"event_ms": event_ms, "launches": n})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m validation.cycle_profile", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=pathlib.Path, help="directory for the gemm_cycles records")
+    ap.add_argument("--part", default="1/1", help="K/N: run the K-th of N equal parts")
+    ap.add_argument("--only", type=int, help="first N configurations of the part")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--budget", type=float, default=520.0, help="seconds; stops cleanly after")
+    args = ap.parse_args(argv)
+    confs = configurations()
+    k, n = (int(x) for x in args.part.split("/"))
+    confs = confs[(k - 1) * len(confs) // n: k * len(confs) // n]
+    if args.only:
+        confs = confs[: args.only]
+    if args.list:
+        for p in confs:
+            print(p.tag)
+        print(f"{len(confs)} configurations", file=sys.stderr)
+        return 0
+    if not args.out:
+        ap.error("--out DIR is required to run")
+    from validation.provenance import device_provenance, write_record
+
+    t0 = time.time()
+    with cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 8) as ex:
+        compiled = list(ex.map(_compile, confs))
+    print(f"compiled {len(confs)} in {time.time() - t0:.0f} s", flush=True)
+    prov = device_provenance()
+    args.out.mkdir(parents=True, exist_ok=True)
+    done = 0
+    for p, comp in zip(confs, compiled):
+        if time.time() - t0 > args.budget:
+            print(f"budget reached after {done} configurations", flush=True)
+            break
+        if isinstance(comp, Exception):
+            print(f"{p.tag}: compile failed: {comp}", flush=True)
+            continue
+        try:
+            res = profile_one(p, comp)
+            status = "ok"
+        except Exception as e:  # noqa: BLE001
+            res, status = {"error": f"{type(e).__name__}: {e}"}, "error"
+        payload = {"params": p.to_dict(), "tag": p.tag, "grid": p.grid, "threads": p.threads,
+                   "dynamic_smem_bytes": p.dynamic_smem_bytes, "registers": comp.registers,
+                   "status": status, "method": "GEMM_PROFILE=1 clock64/%globaltimer per CTA, last "
+                   "launch of a warm batch", **res}
+        write_record("gemm_cycles", p.tag, payload, prov, args.out)
+        done += 1
+        print(f"{p.tag}: {res.get('kernel_cycles')} cycles at {res.get('clock_mhz') or 0:.0f} MHz, "
+              f"{res.get('event_ms') or 0:.4f} ms, ctas/SM seen {res.get('ctas_per_sm_seen')}",
+              flush=True)
+    print(f"done {done} of {len(confs)} in {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
