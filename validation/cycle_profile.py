@@ -148,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--part", default="1/1", help="K/N: run the K-th of N equal parts")
     ap.add_argument("--only", type=int, help="first N configurations of the part")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--records", type=pathlib.Path, default=RECORDS,
+                    help="where the gemm records are (default validation/records/h100)")
     ap.add_argument("--budget", type=float, default=520.0, help="seconds; stops cleanly after")
     args = ap.parse_args(argv)
-    confs = configurations()
+    confs = configurations(args.records)
     k, n = (int(x) for x in args.part.split("/"))
     confs = confs[(k - 1) * len(confs) // n: k * len(confs) // n]
     if args.only:

@@ -10,6 +10,7 @@ the same shape/layout/dtype in the same run, then `write_record("gemm", ...)`. A
 printed last. Sweeps:
   smoke       a handful of variants at 1024^3 and 4096^3
   best        candidates for the fastest variant at 4096^3 and 8192^3 (f16, f32 accumulate)
+  shapes      the stages x box rows x CTAs/SM grid at 2048x2048x8192 and 8192x8192x4096
   validation  issue 5's workload set (>= 60 configurations): stages 1..6 x box rows {8,64,128}
               x CTAs/SM {auto,1} at 4096^3 for both variants, 2048x2048x8192 and 8192x8192x4096
               points, a swizzle sweep and a layout sweep.
@@ -114,7 +115,23 @@ def sweep_validation() -> list[GemmParams]:
     return uniq
 
 
-SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation}
+def sweep_shapes() -> list[GemmParams]:
+    """Issue 5's pipeline grid at the two non-cubic shapes too: stages 1..6 x box rows {8, 64, 128}
+    x CTAs/SM {auto, 1} x {single, ws1} at 2048x2048x8192 and 8192x8192x4096 (144 configurations;
+    the `validation` sweep has the same grid at 4096^3)."""
+    out = []
+    for shape in (dict(m=2048, n=2048, k=8192), dict(m=8192, n=8192, k=4096)):
+        for base in (SINGLE, WS1):
+            for stages in range(1, 7):
+                for rows in (8, 64, 128):
+                    for cta in ("auto", 1):
+                        out.append(GemmParams(**shape, **{**base, "stages": stages, "box_rows": rows,
+                                                          "ctas_per_sm": cta}))
+    return out
+
+
+SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation,
+          "shapes": sweep_shapes}
 
 
 def sass_counts(cubin: pathlib.Path) -> dict | None:
@@ -138,7 +155,8 @@ def _fmt(x, f="{:.3f}"):
     return "-" if x is None else f.format(x)
 
 
-def run_sweep(name: str, out_dir: pathlib.Path, only: int | None = None) -> int:
+def run_sweep(name: str, out_dir: pathlib.Path, only: int | None = None,
+              budget_s: float | None = None) -> int:
     from validation import harness  # noqa: PLC0415  (cupy inside)
     from validation.provenance import device_provenance, write_record  # noqa: PLC0415
 
@@ -154,6 +172,9 @@ def run_sweep(name: str, out_dir: pathlib.Path, only: int | None = None) -> int:
     cublas_cache: dict = {}
     rows = []
     for i, (p, comp) in enumerate(zip(params, compiled)):
+        if budget_s is not None and time.time() - t0 > budget_s:
+            print(f"[{name}] budget of {budget_s:.0f} s reached after {i} configurations", flush=True)
+            break
         rec = {"sweep": name, "params": p.to_dict(), "tag": p.tag, "cuda_defines": p.cuda_defines(),
                "dynamic_smem_bytes": p.dynamic_smem_bytes, "threads": p.threads, "grid": p.grid,
                "boxes_per_stage": p.boxes_per_stage, "stage_bytes": p.stage_bytes, "flops": p.flops}
@@ -233,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the configurations and exit")
     ap.add_argument("--compile-only", action="store_true", help="compile (fill the cubin cache) and exit")
     ap.add_argument("--only", type=int, help="run only the first N configurations")
+    ap.add_argument("--budget", type=float, help="seconds: stop starting configurations after this")
     args = ap.parse_args(argv)
     try:
         params = SWEEPS[args.sweep]()
@@ -260,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(params) - bad}/{len(params)} compiled in {time.time() - t0:.1f} s")
         return 1 if bad else 0
     out = args.out or pathlib.Path(os.environ.get("OUT", "/tmp")) / f"gemm_{args.sweep}"
-    return run_sweep(args.sweep, out, args.only)
+    return run_sweep(args.sweep, out, args.only, args.budget)
 
 
 if __name__ == "__main__":
