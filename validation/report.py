@@ -57,7 +57,7 @@ def _summary_row(name: str, s: Summary) -> list:
             _f(s.mean_error_pct, "{:+.1f}")]
 
 
-def gemm_section(gemm: GemmComparison) -> list[str]:
+def gemm_section(gemm: GemmComparison, unit: str = "ms") -> list[str]:
     lines = ["## GEMM time: simulated vs measured", "",
              f"Targets: MAPE < {TARGET_MAPE_PCT:g}% and Spearman >= {TARGET_SPEARMAN} over all "
              "configurations; every sweep's shape within 10% (time relative to the sweep's best).",
@@ -87,9 +87,10 @@ def gemm_section(gemm: GemmComparison) -> list[str]:
         lines += _table(["sweep (fixed knobs)", knob, "hw / best", "sim / best", "worst dev %",
                          "shape ok"], rows) + [""]
     lines += ["### Per configuration", ""]
-    rows = [[f"`{e.label or '?'}`", e.subset, f"{e.measured:.4f}", f"{e.simulated:.4f}",
+    fmt = "{:.4f}" if unit == "ms" else "{:.0f}"
+    rows = [[f"`{e.label or '?'}`", e.subset, fmt.format(e.measured), fmt.format(e.simulated),
              f"{e.error_pct:+.1f}"] for e in sorted(gemm.entries, key=lambda e: -abs(e.error_pct))]
-    lines += _table(["configuration", "subset", "measured ms", "simulated ms", "error %"], rows)
+    lines += _table(["configuration", "subset", f"measured {unit}", f"simulated {unit}", "error %"], rows)
     return lines + [""]
 
 
@@ -178,7 +179,7 @@ def _wrap(text: str, width: int = 48) -> str:
 
 def write_report(gemm: GemmComparison | None, out_dir: str | os.PathLike, *,
                  micro: Sequence[MicroRow] = (), bank: BankResult | None = None,
-                 title: str = "hopsim vs H100", preamble: str = "") -> pathlib.Path:
+                 title: str = "hopsim vs H100", preamble: str = "", unit: str = "ms") -> pathlib.Path:
     """Write `report.md` and its PNGs into `out_dir`; returns the markdown path."""
     from hopsim.plots import plot_compare  # noqa: PLC0415
 
@@ -190,12 +191,13 @@ def write_report(gemm: GemmComparison | None, out_dir: str | os.PathLike, *,
     if gemm is not None and gemm.entries:
         plot_compare([e.simulated for e in gemm.entries], [e.measured for e in gemm.entries],
                      out / "sim_vs_hw.png", labels=[e.label for e in gemm.entries],
-                     groups=[e.subset for e in gemm.entries], title="GEMM time: simulated vs H100")
+                     groups=[e.subset for e in gemm.entries], unit=unit,
+                     title=f"GEMM {'time' if unit == 'ms' else unit}: simulated vs H100")
         lines += ["![simulated vs measured](sim_vs_hw.png)", ""]
-        lines += gemm_section(gemm)
+        lines += gemm_section(gemm, unit)
         for knob, shapes in gemm.shapes.items():
             if shapes:
-                for png in plot_sweep_panels(shapes, out / f"sweeps_{knob}.png"):
+                for png in plot_sweep_panels(shapes, out / f"sweeps_{knob}.png", unit=unit):
                     lines += [f"![sweeps along {knob}]({png.name})", ""]
     if micro:
         lines += micro_section(micro)

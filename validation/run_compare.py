@@ -11,12 +11,14 @@ Steps:
 2. Each point is simulated with `hopsim.gemm_sim.simulate_point` (fast mode) on a process pool.
    Results are cached per model fingerprint (a hash of the simulator's sources and calibrated
    config), so re-running the report after a plotting change costs nothing.
-3. Time basis. The simulator predicts SM cycles. The H100 lowers its SM clock under heavy tensor
-   load (power management: 1350-1980 MHz in these records, lower the faster the kernel), which
-   the model does not predict. The primary comparison therefore converts the simulated cycles to
-   time at the SM clock recorded with each run (`sm_clock_mhz_after`, nvidia-smi right after the
-   timed batches): simulated_ms = cycles / clock. The report also gives the error at the fixed
-   model clock (the spec's max 1980 MHz), which mixes the cycle error with the clock drop.
+3. Basis. The simulator predicts SM cycles. The H100 lowers its SM clock under heavy tensor load
+   (power management: 1180-1980 MHz in these runs, lower the faster the kernel), which the model
+   does not predict. The primary comparison is therefore in cycles: the `gemm_cycles` record of
+   the same configuration (validation/cycle_profile.py: clock64 per CTA on the H100, max over
+   SMs of the span from the first CTA start to the last CTA end) against the simulated cycles.
+   Secondary: time (CUDA events of the `gemm` record) against simulated cycles at the clock the
+   profile measured for that configuration (clock64 / %globaltimer); and at the fixed model clock
+   (the spec's 1980 MHz), which mixes the cycle error with the clock drop.
 4. Subsets. Every GEMM record is held out: the timing parameters come from microbenchmarks only
    (validation/calibrate.py). Nothing is fitted to GEMM times.
 5. Also: microbenchmarks simulated vs measured (validation/micro_sim.py, the calibration data —
@@ -51,10 +53,13 @@ class HwPoint:
 
     params: dict
     measured_ms: float
-    clock_mhz: float
+    clock_mhz: float                 # nvidia-smi after the timed batches (the gemm record)
     tags: tuple
     sweeps: tuple
     n_records: int
+    measured_cycles: float | None = None   # gemm_cycles record: clock64 span, max over SMs
+    profile_clock_mhz: float | None = None  # gemm_cycles record: clock64 / globaltimer
+    ctas_per_sm_seen: int | None = None
 
     @property
     def key(self) -> str:
@@ -68,6 +73,10 @@ class HwPoint:
 def hardware_points(records_dir: pathlib.Path | None = None) -> list[HwPoint]:
     """The GEMM configurations measured on the H100 (merged by parameters), in a stable order."""
     groups: dict[str, list[dict]] = {}
+    cycles: dict[str, dict] = {}
+    for rec in load_records("gemm_cycles", records_dir or RECORDS_DIR):
+        if rec.get("status") == "ok" and rec.get("kernel_cycles"):
+            cycles[json.dumps(rec["params"], sort_keys=True)] = rec
     for rec in load_records("gemm", records_dir or RECORDS_DIR):
         if rec.get("status", "ok") != "ok" or not rec.get("time_ms") or not rec.get("correct", True):
             continue
@@ -76,12 +85,15 @@ def hardware_points(records_dir: pathlib.Path | None = None) -> list[HwPoint]:
     for key in sorted(groups):
         recs = groups[key]
         clocks = [float(r["sm_clock_mhz_after"]) for r in recs if r.get("sm_clock_mhz_after")]
+        cyc = cycles.get(key, {})
         out.append(HwPoint(params=dict(recs[0]["params"]),
                            measured_ms=float(statistics.median(r["time_ms"] for r in recs)),
                            clock_mhz=float(statistics.median(clocks)) if clocks else float("nan"),
                            tags=tuple(sorted({r.get("tag", "") for r in recs})),
                            sweeps=tuple(sorted({r.get("sweep", "") for r in recs})),
-                           n_records=len(recs)))
+                           n_records=len(recs), measured_cycles=cyc.get("kernel_cycles"),
+                           profile_clock_mhz=cyc.get("clock_mhz"),
+                           ctas_per_sm_seen=cyc.get("ctas_per_sm_seen")))
     return out
 
 
@@ -132,8 +144,9 @@ def simulate_points(points: Sequence[HwPoint], *, jobs: int | None = None, progr
 
 @dataclass
 class CompareOutput:
-    gemm: GemmComparison
-    gemm_fixed_clock: GemmComparison
+    gemm: GemmComparison              # cycles (primary)
+    gemm_time: GemmComparison         # ms at the profiled clock
+    gemm_fixed_clock: GemmComparison  # ms at the model's fixed clock
     micro: list
     bank: BankResult | None
     failed: list = field(default_factory=list)
@@ -141,20 +154,26 @@ class CompareOutput:
     fingerprint: str = ""
 
 
-def entries(points: Sequence[HwPoint], rows: Sequence[dict], *, basis: str = "observed") -> list[Entry]:
-    """GEMM entries: measured ms vs simulated ms (cycles at the observed clock, or at the model's
-    fixed clock with basis='fixed')."""
+def entries(points: Sequence[HwPoint], rows: Sequence[dict], *, basis: str = "cycles") -> list[Entry]:
+    """GEMM entries. basis "cycles": H100 clock64 cycles vs simulated cycles (points without a
+    cycle profile are left out); "observed": CUDA-event ms vs simulated cycles at the profiled
+    clock; "fixed": CUDA-event ms vs simulated ms at the model clock."""
     out = []
     for p, r in zip(points, rows):
         if r.get("error") or not r.get("cycles"):
             continue
-        if basis == "observed":
-            sim_ms = float(r["cycles"]) / (p.clock_mhz * 1e3)
+        if basis == "cycles":
+            if not p.measured_cycles:
+                continue
+            measured, sim = float(p.measured_cycles), float(r["cycles"])
+        elif basis == "observed":
+            clock = p.profile_clock_mhz or p.clock_mhz
+            measured, sim = p.measured_ms, float(r["cycles"]) / (clock * 1e3)
         else:
-            sim_ms = float(r["time_ms"])
-        cfg = {k: p.params[k] for k in p.params}
+            measured, sim = p.measured_ms, float(r["time_ms"])
+        cfg = dict(p.params)
         cfg["shape"] = f"{p.params['m']}x{p.params['n']}x{p.params['k']}"
-        out.append(Entry(cfg, p.measured_ms, sim_ms, HELD_OUT, p.label))
+        out.append(Entry(cfg, measured, sim, HELD_OUT, p.label))
     return out
 
 
@@ -199,41 +218,52 @@ def compare_records(out_dir: str | os.PathLike | None = None, *, records_dir=Non
         points = points[:only]
     rows = simulate_points(points, jobs=jobs, progress=progress, use_cache=use_cache)
     failed = [(p.label, r["error"]) for p, r in zip(points, rows) if r.get("error")]
-    ents = entries(points, rows)
-    g = compare_gemm(ents, knobs=SHAPE_KNOBS)
+    g = compare_gemm(entries(points, rows), knobs=SHAPE_KNOBS)
+    gt = compare_gemm(entries(points, rows, basis="observed"), knobs=())
     gf = compare_gemm(entries(points, rows, basis="fixed"), knobs=())
     mrows = micro_rows() if micro else []
     brow = compare_bank(bank_rows()) if bank else None
-    out = CompareOutput(g, gf, mrows, brow, failed, fingerprint=model_fingerprint())
+    out = CompareOutput(g, gt, gf, mrows, brow, failed, fingerprint=model_fingerprint())
     if out_dir is not None:
         pre = preamble(out, points)
         out.report_path = write_report(g, out_dir, micro=mrows, bank=brow, preamble=pre,
-                                       title="hopsim vs H100: validation report")
-        data = {"fingerprint": out.fingerprint, "overall": g.overall.row(),
-                "fixed_clock": gf.overall.row(), "failed": failed,
+                                       title="hopsim vs H100: validation report", unit="cycles")
+        data = {"fingerprint": out.fingerprint, "cycles": g.overall.row(),
+                "time_profiled_clock": gt.overall.row(), "time_fixed_clock": gf.overall.row(),
+                "failed": failed,
                 "points": [{"label": p.label, "params": p.params, "measured_ms": p.measured_ms,
-                            "clock_mhz": p.clock_mhz, "sim": r} for p, r in zip(points, rows)]}
+                            "measured_cycles": p.measured_cycles, "clock_mhz": p.clock_mhz,
+                            "profile_clock_mhz": p.profile_clock_mhz,
+                            "ctas_per_sm_seen": p.ctas_per_sm_seen, "sim": r}
+                           for p, r in zip(points, rows)]}
         pathlib.Path(out_dir, "compare.json").write_text(json.dumps(data, indent=1))
     return out
 
 
 def preamble(out: CompareOutput, points: Sequence[HwPoint]) -> str:
-    g, gf = out.gemm.overall, out.gemm_fixed_clock.overall
+    g, gt, gf = out.gemm.overall, out.gemm_time.overall, out.gemm_fixed_clock.overall
+    n_prof = sum(1 for p in points if p.measured_cycles)
     lines = [
         f"Model fingerprint `{out.fingerprint}`; {len(points)} H100 GEMM configurations "
-        f"({sum(p.n_records for p in points)} records; repeated configurations merged by median).",
+        f"({sum(p.n_records for p in points)} records; repeated configurations merged by median), "
+        f"{n_prof} of them with a cycle profile.",
         "",
         "**Every GEMM configuration is held out**: the timing parameters were calibrated on "
         "microbenchmarks only (`hopsim validate calibrate`); nothing was fitted to GEMM times.",
         "",
-        "**Time basis.** The simulator predicts SM cycles. Under heavy tensor load the H100 lowers "
-        "its SM clock (1350-1980 MHz in these records; power management is not modelled), so the "
-        "primary comparison converts simulated cycles to time at the clock recorded with each run. "
-        f"At the fixed model clock instead, MAPE is {gf.mape_pct:.1f}% (Spearman {gf.spearman:.3f}).",
+        "**Basis.** The simulator predicts SM cycles. Under heavy tensor load the H100 lowers its "
+        "SM clock (power management, not modelled), so the primary comparison is in cycles: "
+        "clock64 spans measured per SM on the H100 (`gemm_cycles` records, "
+        "validation/cycle_profile.py) against simulated cycles. The tables and plots below are "
+        "in cycles.",
         "",
-        f"**Headline (observed clock): MAPE {g.mape_pct:.1f}%, worst {g.worst_error_pct:+.1f}% "
+        f"**Headline (cycles): MAPE {g.mape_pct:.1f}%, worst {g.worst_error_pct:+.1f}% "
         f"(`{g.worst_label}`), Spearman {g.spearman:.3f}, mean signed error {g.mean_error_pct:+.1f}% "
         f"over {g.n} configurations.**",
+        "",
+        f"Time (CUDA events) against simulated cycles at the clock measured for each configuration: "
+        f"MAPE {gt.mape_pct:.1f}%, Spearman {gt.spearman:.3f}. At the fixed model clock "
+        f"(no clock drop): MAPE {gf.mape_pct:.1f}%, Spearman {gf.spearman:.3f}.",
     ]
     if out.failed:
         lines += ["", f"{len(out.failed)} configurations failed to simulate: " +
