@@ -151,68 +151,94 @@ def to_lane_array(addrs: Sequence[int | None], op: str | OpSpec, where: str | No
 
 
 # --------------------------------------------------------------------------------------- the model
-_INACTIVE_KEY = np.int32(127 << 17)  # slot field 127 (no real slot): an inactive lane
+# Sort key of one lane (int32, non-negative) for one sort per warp access:
+#
+#     bit  26..24   23..17   16   15..0
+#        | group  | slot   | 0  | unit  |      group = lane // lanes per group, slot = unit % slots
+#
+# Units are < 2^16 (232448 B / 4 B), so unit 0xFFFF never occurs: an inactive lane (-1) gets
+# slot = slots - 1 and unit 0xFFFF, sorts after the active lanes of its group, and is never counted.
+_UNIT_MASK = 0xFFFF
+_SLOT_SHIFT = 17
+_GROUP_SHIFT = 7  # inside the field above _SLOT_SHIFT: slot (<= 32) fits below bit 7
 
 
 def _group_costs(unit: np.ndarray, slots: int, lanes: int) -> np.ndarray:
-    """(n, L) units (-1 inactive) -> (n, L // lanes) cost: max over slots of distinct units.
+    """(n, L) int32 units (-1 inactive) -> (L // lanes, n) cost: max over slots of distinct units.
 
-    One sort per warp on a packed int32 key, then a segmented count of first occurrences:
+    One sort per warp on the packed key above, then a segmented count of first occurrences:
 
-        key = | group (lane // lanes) : 6 bits | slot : 7 bits | unit : 17 bits |
-              (an inactive lane: slot = 127, so it sorts last inside its own group)
         sorted keys  g0s0u5 g0s0u5 g0s0u9 | g0s3u3 | g1s0u1 ...   (| = new (group, slot) run)
         distinct     1      .      2      | 1      | 1
         cost(g)      = max distinct count over the runs of group g
     """
     n, L = unit.shape
-    ng = L // lanes
-    gid = ((np.arange(L, dtype=np.int32) // lanes) << 24)[None, :]
-    u = unit.astype(np.int32, copy=False)
-    key = ((u & (slots - 1)) << 17) | u
-    key[u < 0] = _INACTIVE_KEY  # slot field 127: sorts after the group's active lanes
-    key |= gid
-    k = np.ascontiguousarray(np.sort(key, axis=1).T)  # (L, n): per-lane steps vectorise over n
-    valid = (k & _INACTIVE_KEY) != _INACTIVE_KEY
-    first = np.empty(k.shape, dtype=bool)
-    first[0] = valid[0]
-    np.logical_and(k[1:] != k[:-1], valid[1:], out=first[1:])
-    seg = k >> 17
-    start = np.empty(k.shape, dtype=bool)
-    start[0] = True
-    np.not_equal(seg[1:], seg[:-1], out=start[1:])
-    # segmented count of first occurrences; explicit loops over the (<= 32) lanes are vector ops
-    # over the n accesses (numpy's cumsum / accumulate along axis 0 are much slower here)
-    cnt = first.astype(np.int8)
-    for i in range(1, k.shape[0]):
-        np.add(cnt[i], cnt[i - 1] * ~start[i], out=cnt[i])
+    key = unit & (slots - 1)
+    if L > lanes:
+        key |= ((np.arange(L, dtype=np.int32) // lanes) << _GROUP_SHIFT)[None, :]
+    key <<= _SLOT_SHIFT
+    key |= unit & _UNIT_MASK
+    key.sort(axis=1)
+    k = np.ascontiguousarray(key.T)  # (L, n): per-lane steps below vectorise over the n accesses
+    cnt = np.empty(k.shape, dtype=np.int8)  # first occurrence of an active unit in its run
+    f = cnt.view(bool)
+    f[0] = True
+    np.not_equal(k[1:], k[:-1], out=f[1:])
+    f &= (k & _UNIT_MASK) != _UNIT_MASK
+    seg = k >> _SLOT_SHIFT
+    same = np.empty(k.shape, dtype=np.int8)  # 1 where a lane continues the previous lane's run
+    same[0] = 0
+    np.equal(seg[1:], seg[:-1], out=same[1:].view(bool))
+    # segmented running count; explicit loops over the (<= 32) lanes are vector ops over the n
+    # accesses (numpy's cumsum / accumulate along the lane axis are much slower here)
+    for i in range(1, L):
+        cnt[i] += cnt[i - 1] * same[i]
     # the group field keeps every group's lanes in its own block of rows after the sort
-    return cnt.reshape(ng, lanes, n).max(axis=1).T.astype(np.int64)
+    return cnt.reshape(L // lanes, lanes, n).max(axis=1).astype(np.int64)
+
+
+_ONES = {1: np.uint8(1), 2: np.uint16(0x0101), 4: np.uint32(0x01010101), 8: np.uint64(0x0101010101010101)}
+
+
+def _all_runs(ok: np.ndarray, run: int) -> np.ndarray:
+    """(n, m) bool -> (n, m // run) bool: all of each run of `run` neighbours (read as one word)."""
+    n, m = ok.shape
+    if run == 16:
+        w = _all_runs(ok, 8)
+        return w[:, 0::2] & w[:, 1::2]
+    return np.ascontiguousarray(ok).view(f"u{run}") == _ONES[run]
+
+
+def _pair_verdicts(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 32) int32 (-1 inactive) -> per lane pair, "equal or one of them inactive":
+    n^1 pairs (2k, 2k+1) as (n, 16), n^2 pairs as (n, 8) per block of 4 lanes (4j,4j+2 and 4j+1,4j+3).
+
+    The n^2 test reads two lanes at once as one uint64 (lanes 4j, 4j+1 | lanes 4j+2, 4j+3):
+
+        x = lo ^ hi                          a 32-bit half is 0 where the two lanes are equal
+        m = ((lo | hi) >> 31 & 1..1) * 2^32-1  a half is all ones where either lane is inactive
+        ok = (x & ~m) == 0
+    """
+    lo, hi = a[:, 0::2], a[:, 1::2]
+    ok1 = (lo == hi) | ((lo | hi) < 0)
+    v = np.ascontiguousarray(a).view(np.uint64)  # (n, 16): lanes (2k, 2k+1)
+    lo, hi = v[:, 0::2], v[:, 1::2]
+    sign = ((lo | hi) >> np.uint64(31)) & np.uint64(0x0000000100000001)
+    ok2 = ((lo ^ hi) & ~(sign * np.uint64(0xFFFFFFFF))) == 0
+    return ok1, ok2
 
 
 def _pair_uniform(a: np.ndarray, lanes_per_group: int) -> np.ndarray:
     """(n, 32) addresses -> (n, 32 // lanes_per_group) bool: inside each group, every lane n has
     the address of lane n^1 (for all n), or every lane n has the address of lane n^2 (for all n);
-    an inactive lane matches anything.
+    an inactive lane (-1) matches anything. lanes_per_group: 4, 8, 16 or 32.
 
         lanes   0 1 2 3 | 4 5 6 7 | ...      n^1 pairs: (0,1) (2,3) ...   n^2 pairs: (0,2) (1,3) ...
     """
-    n = a.shape[0]
-    t = np.ascontiguousarray(a.T)  # (32, n): each step below is one vector op over the n accesses
-    ng = 32 // lanes_per_group
-    out = np.empty((n, ng), dtype=bool)
-    for g in range(ng):
-        ok = []
-        for x in (1, 2):
-            acc = np.ones(n, dtype=bool)
-            for lane in range(g * lanes_per_group, (g + 1) * lanes_per_group):
-                if lane & x:
-                    continue
-                lo, hi = t[lane], t[lane ^ x]
-                acc &= (lo == hi) | (np.minimum(lo, hi) < 0)
-            ok.append(acc)
-        out[:, g] = ok[0] | ok[1]
-    return out
+    if lanes_per_group not in (4, 8, 16, 32):
+        raise ValueError(f"lanes_per_group {lanes_per_group}: 4, 8, 16 or 32")
+    ok1, ok2 = _pair_verdicts(np.asarray(a).astype(np.int32, copy=False))
+    return _all_runs(ok1, lanes_per_group // 2) | _all_runs(ok2, lanes_per_group // 4)
 
 
 def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -220,38 +246,60 @@ def _count(spec: OpSpec, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 
     `wavefronts` is the SASS counter; bank conflicts = hardware wavefronts - hardware groups.
     The two wavefront counts differ only for pair-uniform 64/128-bit loads that still conflict.
+    Per-group arrays are (groups, n): reductions over groups are vector ops over the n accesses.
     """
-    n = a.shape[0]
     a = a[:, : spec.lanes].astype(np.int32, copy=False)
     unit = a >> (spec.unit.bit_length() - 1)  # -1 stays -1 (inactive)
     g = spec.group
-    base = _group_costs(unit, spec.slots, g)  # (n, ng)
+    base = _group_costs(unit, spec.slots, g)  # (ng, n)
     if not (spec.cls == "ld" and spec.width >= 8):
-        wf = base.sum(axis=1)
-        groups = (base > 0).sum(axis=1)
+        wf = base.sum(axis=0)
+        groups = np.count_nonzero(base, axis=0)
         return wf, wf, groups
     # 64/128-bit loads: neighbouring groups (half-warps of .v2, quarter pairs of .v4) merge into
     # one group of 2g lanes when the lanes are pair-uniform (n^1 or n^2).
-    pair_sum = base.reshape(n, -1, 2).sum(axis=2)
-    pair_groups = (base > 0).reshape(n, -1, 2).sum(axis=2)
-    ok_half = _pair_uniform(a, 2 * g)  # per merged group (LDS.128: per half-warp)
+    n = a.shape[0]
+    pair_sum = base[0::2] + base[1::2]  # (merge groups, n)
+    pair_groups = (base[0::2] > 0).astype(np.int64) + (base[1::2] > 0)
+    ok1, ok2 = _pair_verdicts(a)
+    by1 = _all_runs(ok1, g)  # (n, merge groups): n^1-uniform (LDS.128: per half-warp)
+    ok_half_n = by1 | _all_runs(ok2, g // 2)
+    ok_half = np.ascontiguousarray(ok_half_n.T)
     merged = pair_sum.copy()  # only evaluated (and only used) where the lanes are pair-uniform
-    rows = np.flatnonzero(ok_half.any(axis=1))
-    if rows.size:
-        merged[rows] = _group_costs(unit[rows], spec.slots, 2 * g)
+    any_ok = ok_half.any(axis=0)
+    n_ok = int(np.count_nonzero(any_ok))
+    if n_ok:
+        # A pair-uniform group has the distinct units of one lane per pair: rep = lo & hi, since
+        # the two lanes are equal or one is -1 (all ones). n^1 pairs: lanes 2k, 2k+1; n^2 pairs:
+        # 64-bit words (4j, 4j+1) & (4j+2, 4j+3). Reps G*g .. G*g+g-1 stand for merged group G.
+        rows = None if n_ok == n else np.flatnonzero(any_ok)
+        u = unit if rows is None else unit[rows]
+        rep = u[:, 0::2] & u[:, 1::2]  # n^1 reps
+        b1 = by1 if rows is None else by1[rows]
+        if not b1.all():
+            v = u.view(np.int64)
+            rep2 = (v[:, 0::2] & v[:, 1::2]).view(np.int32)
+            rep = np.where(np.repeat(b1, g, axis=1), rep, rep2)
+        m = _group_costs(np.ascontiguousarray(rep), spec.slots, g)
+        if rows is None:
+            merged = m
+        else:
+            merged[:, rows] = m
     ok_sass = ok_half & (merged <= 1)  # the SASS counter merges a conflict-free pair-uniform group
-    ok_hw = np.broadcast_to(ok_half.all(axis=1, keepdims=True), ok_half.shape)  # hw: whole warp
-    wf = np.where(ok_sass, merged, pair_sum).sum(axis=1)
-    hw = np.where(ok_hw, merged, pair_sum).sum(axis=1)
-    groups = np.where(ok_hw, (merged > 0).astype(np.int64), pair_groups).sum(axis=1)
+    ok_hw = ok_half.all(axis=0)  # hardware: only when the whole warp is pair-uniform
+    wf = np.where(ok_sass, merged, pair_sum).sum(axis=0)
+    hw = np.where(ok_hw, merged, pair_sum).sum(axis=0)
+    groups = np.where(ok_hw, np.count_nonzero(merged, axis=0), pair_groups.sum(axis=0))
     return wf, hw, groups
 
 
-def wavefronts_batch(op: str, addrs, *, validate: bool = True, chunk: int = 1 << 14) -> tuple[np.ndarray, np.ndarray]:
+def wavefronts_batch(op: str, addrs, *, validate: bool = True, chunk: int = 1 << 13) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts and bank conflicts of `n` warp accesses of one op.
 
     addrs: int array (n, 32) of byte addresses, -1 for an inactive lane (lanes >= 8N of
     ldmatrix/stmatrix .xN are ignored). Returns (wavefronts, bank_conflicts), int64 arrays (n,).
+    validate=False skips the address checks: the caller guarantees aligned addresses in
+    0..SMEM_BYTES-1 or -1 (other input gives unspecified counts).
     """
     spec = op_spec(op)
     a = np.asarray(addrs)
@@ -261,20 +309,23 @@ def wavefronts_batch(op: str, addrs, *, validate: bool = True, chunk: int = 1 <<
         raise InputError("addrs", f"<array of shape {a.shape}>", "an int array of shape (n, 32)")
     if not np.issubdtype(a.dtype, np.integer):
         raise InputError("addrs", f"<array of dtype {a.dtype}>", "an integer array (-1 = inactive lane)")
-    if spec.lanes < 32:
-        a = a.copy()
-        a[:, spec.lanes:] = -1
-    if validate and a.size and (a.min() < -1 or a.max() >= SMEM_BYTES):
-        _check_batch(spec, a.astype(np.int64), None)
-    a = a.astype(np.int32, copy=False)
-    if validate and a.size and (spec.cls in ("ldsm", "stsm") or (
-            spec.width > 1 and np.count_nonzero(a & (spec.width - 1)) != np.count_nonzero(a == -1))):
-        _check_batch(spec, a.astype(np.int64), None)
     n = a.shape[0]
     wf = np.empty(n, dtype=np.int64)
     cf = np.empty(n, dtype=np.int64)
-    for i in range(0, n, chunk):
-        w, hw, groups = _count(spec, a[i:i + chunk])
+    for i in range(0, n, chunk):  # validate and count chunk by chunk: every pass stays in cache
+        c = a[i:i + chunk]
+        if spec.lanes < 32:
+            c = c.copy()
+            c[:, spec.lanes:] = -1
+        if validate and (c.min() < -1 or c.max() >= SMEM_BYTES):
+            _check_batch(spec, c.astype(np.int64), None)
+        c = c.astype(np.int32, copy=False)
+        if validate and spec.width > 1:
+            low = np.count_nonzero(c[:, : spec.lanes] & (spec.width - 1))  # -1 (inactive) counts too
+            # ld/st: only the inactive lanes; ldmatrix/stmatrix (.sync.aligned): none, all used lanes active
+            if low != (np.count_nonzero(c == -1) if spec.cls in ("ld", "st") else 0):
+                _check_batch(spec, c.astype(np.int64), None)
+        w, hw, groups = _count(spec, c)
         wf[i:i + chunk] = w
         cf[i:i + chunk] = hw - groups
     return wf, cf
