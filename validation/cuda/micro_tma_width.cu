@@ -1,0 +1,70 @@
+// TMA streaming throughput against the box's inner width (sm_90a), in the GEMM's access pattern.
+//
+// tma_width_stream: every CTA (one thread issues) streams `per_cta` boxes of a 2-D f16 map whose
+// rows are `cols` elements long (row pitch 2*cols bytes, e.g. 8 KB for K = 4096) through a ring of
+// `stages` smem slots (slot reuse waits for its previous fill; nobody reads the data). Box b of a
+// CTA is (column chunk (g % ncol) * W, row block ((g / ncol) % nrow) * R) with g = cta + b * grid,
+// W x R the box (W = 16/32/64 elements = 32/64/128-B rows, swizzle = row width, set by the host).
+// So consecutive boxes walk the column chunks of a row block as a GEMM k-loop does for one operand.
+// times[4*cta + {0..3}] = clock64 start, end, %globaltimer start, end.
+#include <cuda.h>
+#include <stdint.h>
+
+#define SPIN_LIMIT (1ll << 31)
+
+__device__ __forceinline__ uint64_t gtimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ uint32_t s32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ bool wait_parity(uint32_t bar, uint32_t parity, int* flag) {
+  const long long s = clock64();
+  while (true) {
+    uint32_t done;
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    if (done) return true;
+    if (clock64() - s > SPIN_LIMIT) {
+      atomicExch(flag, 1);
+      return false;
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(32, 1)
+    tma_width_stream(const __grid_constant__ CUtensorMap map, int ncol, int nrow, int w, int r,
+                     int per_cta, int stages, long long* __restrict__ times, int* __restrict__ flag) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ __align__(8) uint64_t bars[16];
+  const uint32_t base = (s32(smem) + 1023u) & ~1023u;
+  const uint32_t box_bytes = 2u * w * r;
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < stages; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  const long long t0 = clock64();
+  const uint64_t g0 = gtimer();
+  for (int i = 0; i < per_cta; ++i) {
+    const int s = i % stages;
+    const uint32_t bar = s32(&bars[s]);
+    if (i >= stages && !wait_parity(bar, ((i / stages) - 1) & 1, flag)) return;
+    const int g = blockIdx.x + i * gridDim.x;
+    const int c0 = (g % ncol) * w, c1 = ((g / ncol) % nrow) * r;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(box_bytes) : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+        ::"r"(base + s * box_bytes), "l"(&map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+  }
+  for (int j = (per_cta > stages ? per_cta - stages : 0); j < per_cta; ++j)
+    if (!wait_parity(s32(&bars[j % stages]), (j / stages) & 1, flag)) return;
+  const long long t1 = clock64();
+  const uint64_t g1 = gtimer();
+  times[4 * blockIdx.x + 0] = t0;
+  times[4 * blockIdx.x + 1] = t1;
+  times[4 * blockIdx.x + 2] = static_cast<long long>(g0);
+  times[4 * blockIdx.x + 3] = static_cast<long long>(g1);
+}

@@ -1,0 +1,103 @@
+"""TMA streaming throughput against box inner width and rows (validation/cuda/micro_tma_width.cu).
+
+    python3 -m validation.micro_tma_width --out DIR      # GPU machine: writes the record
+
+Why: in the GEMM records, 32B and 64B swizzles (box rows of 32 / 64 bytes) are 1.5-3x slower than
+128B while wgmma throughput does not depend on the swizzle (microbench__wgmma_swizzle.json). This
+measures what the TMA path delivers per SM for each box shape, in the GEMM's access pattern (row
+pitch 8 KB = K 4096 f16, boxes walking the column chunks of a row block), from L2 (8 MB tensor)
+and from HBM (1 GB tensor), with one SM alone and with all SMs (1 CTA each), `stages` boxes in
+flight per SM. Results per configuration: bytes per SM cycle, box rows per SM cycle, SM clock.
+Record: microbench__tma_width.json. Runs on the GPU machine (numpy, cupy, stdlib only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+SRC = HERE / "cuda" / "micro_tma_width.cu"
+COLS = 4096  # elements per row: 8 KB pitch, as A or B of a K = 4096 GEMM
+SWZ = {16: "32B", 32: "64B", 64: "128B"}
+
+
+def run(out: pathlib.Path) -> pathlib.Path:
+    import cupy as cp
+    import numpy as np
+
+    from validation.harness import _as_param, encode_tensor_map
+    from validation.provenance import device_provenance, write_record
+
+    out.mkdir(parents=True, exist_ok=True)
+    cubin = out / "micro_tma_width.cubin"
+    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-O3",
+                    "-o", str(cubin), str(SRC)], check=True)
+    fn = cp.RawModule(path=str(cubin)).get_function("tma_width_stream")
+    fn.max_dynamic_shared_size_bytes = 200 * 1024
+    nsm = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    flag = cp.zeros(1, dtype=cp.int32)
+    results = {}
+    for where, rows_total in (("L2", 1024), ("HBM", 131072)):
+        buf = cp.random.randint(0, 2 ** 15, size=rows_total * COLS, dtype=cp.int32).astype(cp.uint16)
+        for w in (16, 32, 64):
+            for r in (8, 64, 128):
+                tmap = _as_param(encode_tensor_map("f16", buf.data.ptr, [COLS, rows_total], [COLS * 2],
+                                                   [w, r], SWZ[w]))
+                ncol, nrow = COLS // w, rows_total // r
+                box_bytes = 2 * w * r
+                stages = max(2, min(8, (64 * 1024) // box_bytes))
+                for grid in (1, nsm):
+                    per_cta = max(64, min(4096, int(32e6 / box_bytes / grid)))
+                    times = cp.zeros(4 * grid, dtype=cp.int64)
+                    args = (tmap, np.int32(ncol), np.int32(nrow), np.int32(w), np.int32(r),
+                            np.int32(per_cta), np.int32(stages), times, flag)
+                    fn((grid,), (32,), args, shared_mem=1024 + stages * box_bytes)  # warm
+                    per, clk = [], []
+                    for _ in range(3):
+                        fn((grid,), (32,), args, shared_mem=1024 + stages * box_bytes)
+                        cp.cuda.Device().synchronize()
+                        t = cp.asnumpy(times).reshape(grid, 4)
+                        cyc = float(np.median(t[:, 1] - t[:, 0]))
+                        per.append(cyc)
+                        clk.append(float(np.median((t[:, 1] - t[:, 0]) / np.maximum(t[:, 3] - t[:, 2], 1) * 1e3)))
+                    if int(flag.get()[0]):
+                        raise RuntimeError(f"tma_width_stream timed out ({where} {w}x{r})")
+                    cyc = statistics.median(per)
+                    name = f"{where},w{2 * w}B,r{r},sms{grid}"
+                    results[name] = {
+                        "cycles_per_box": cyc / per_cta,
+                        "bytes_per_cycle_per_sm": per_cta * box_bytes / cyc,
+                        "rows_per_cycle_per_sm": per_cta * r / cyc,
+                        "box_bytes": box_bytes, "stages_in_flight": stages, "boxes_per_cta": per_cta,
+                        "sm_clock_mhz": statistics.median(clk),
+                    }
+                    print(f"{name}: {cyc / per_cta:.1f} cyc/box, {per_cta * box_bytes / cyc:.1f} B/cyc/SM, "
+                          f"{per_cta * r / cyc:.3f} rows/cyc/SM at {statistics.median(clk):.0f} MHz", flush=True)
+        del buf
+    payload = {
+        "measures": ["H100Timing TMA per-row (per L2 request) cost vs box inner width"],
+        "results": results,
+        "method": ("1 thread per CTA streams boxes {W, R} of a 2-D f16 map with 8 KB row pitch through "
+                   "`stages` smem slots (<= 64 KB in flight), boxes walking the column chunks of a row "
+                   "block; grid 1 (one SM) or all SMs; clock64 span per CTA, median over CTAs and 3 "
+                   "launches after a warm-up; L2: 8 MB tensor (resident after warm-up), HBM: 1 GB."),
+        "units": {"cycles_per_box": "SM cycles", "bytes_per_cycle_per_sm": "B per SM cycle",
+                  "rows_per_cycle_per_sm": "box rows per SM cycle", "sm_clock_mhz": "MHz"},
+    }
+    return write_record("microbench", "tma_width", payload, device_provenance(), out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=pathlib.Path, required=True)
+    args = ap.parse_args(argv)
+    print(run(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
