@@ -92,13 +92,14 @@ def estimate_regs(p: GemmParams) -> int:
 
       ws, 2 consumers   168  = __launch_bounds__(384, 1) cap, 65536/384 rounded down to 8
       ws, 1 consumer    240  = the consumers' setmaxnreg.inc value
-      single            154  with 64 or 128 accumulator registers (f32 128x128, 256x64)
-                         96  with 32 (f16 accumulators 128x128)
-    Single-warpgroup tiles with fewer accumulators are estimated like the 32-register one (96):
-    ptxas keeps about 64 registers of addresses/indices besides the accumulators there."""
+      single            154  with 128 accumulator registers (f32 128x128 and 256x64)
+                         96  with 64 (f16 accumulators, 128x128)
+    Single-warpgroup tiles with fewer accumulators (64x64, 128x64, ...) are not measured; they
+    get 96 like the 64-register one (an estimate: ptxas keeps ~32 registers of addresses and
+    indices besides the accumulators, and the epilogue temporaries)."""
     if p.variant == "ws":
         return 168 if p.num_consumer_warpgroups == 2 else 240
-    return 154 if p.acc_regs >= 64 else 96
+    return 154 if p.acc_regs >= 128 else 96
 
 
 # --------------------------------------------------------------------------- small helpers
