@@ -390,8 +390,7 @@ class _Gen:
     def epilogue(self, cw: str | None) -> None:
         """epilogue(): direct stores or the stmatrix slab + 16-B stores (see the .cu)."""
         p, N, BN, MI = self.p, self.p.n, self.BN, self.MI
-        tid, lane, w = self.u("tid"), self.u("lane"), self.u("wq")
-        self.e(f"and.b32 {lane}, {tid}, 31;")
+        tid, lane, w = self.u("tid"), self.u("lane"), self.u("wq")  # lane = tid & 31 (set above)
         self.e(f"shr.u32 {w}, {tid}, 5;")
         self.e(f"and.b32 {w}, {w}, 3;", "warp in the warpgroup")
         row0 = self.u("row0")

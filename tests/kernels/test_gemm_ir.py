@@ -196,3 +196,37 @@ def test_register_estimate_matches_ptxas_records():
         seen += 1
     if seen == 0:
         pytest.skip("no H100 GEMM records with ptxas registers")
+
+
+# 8 SMs and a 256 KB L2: several waves of a small grid, so the memo has CTAs to replay
+MEMO_CASES = {
+    "single": GemmParams(m=512, n=512, k=256),
+    "ws2_grouped": GemmParams(m=512, n=1024, k=256, bn=256, variant="ws", consumers=2,
+                              epilogue="stmatrix", raster="grouped", group_m=2),
+    "nn_s3_c1_grouped": GemmParams(m=768, n=512, k=512, stages=3, layout="nn", box_rows=64,
+                                   raster="grouped", group_m=4, ctas_per_sm=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MEMO_CASES))
+def test_memo_is_exact(name):
+    """Fast mode (memo=True) gives the cycles, bytes and role times of memo=False (both timing
+    only, partitioned memory) on multi-wave grids of the IR GEMM (one CTA per SM)."""
+    from hopsim.config import load_gpu
+    from hopsim.config.base import P
+    from hopsim.timing.runner import simulate
+    gpu = load_gpu("h100_sxm")
+    small = gpu.model_copy(update={"spec": gpu.spec.with_values({
+        "num_sms": P(8, "SMs", "test", "assumed: test"),
+        "l2_bytes": P(262144, "bytes", "test", "assumed: test")})})
+    p = MEMO_CASES[name]
+    gk = build_gemm(p)
+    out = []
+    for memo in (False, True):
+        gmem, launch, _, _ = setup_gemm(p, gk, values=False)
+        out.append(simulate(gk.kernel, launch, small, values=False, gmem=gmem, memory="partitioned",
+                            memo=memo, regs_per_thread=gk.regs_per_thread))
+    full, fast = out
+    assert fast.ctas_per_sm == 1 and fast.extra["memo_hits"] > 0
+    assert (fast.cycles, fast.bytes_l2, fast.bytes_hbm) == (full.cycles, full.bytes_l2, full.bytes_hbm)
+    assert fast.roles == full.roles
