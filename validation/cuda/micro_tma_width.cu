@@ -1,9 +1,9 @@
 // TMA streaming throughput against the box's inner width (sm_90a), in the GEMM's access pattern.
 //
-// tma_width_stream: every CTA (one thread issues) streams `per_cta` boxes of a 2-D f16 map whose
-// rows are `cols` elements long (row pitch 2*cols bytes, e.g. 8 KB for K = 4096) through a ring of
-// `stages` smem slots (slot reuse waits for its previous fill; nobody reads the data). Box b of a
-// CTA is (column chunk (g % ncol) * W, row block ((g / ncol) % nrow) * R) with g = cta + b * grid,
+// tma_width_stream: every CTA (one thread issues) streams `rounds` x `k` boxes of a 2-D f16 map
+// whose rows are `cols` elements long (row pitch 2*cols bytes, e.g. 8 KB for K = 4096): rounds of
+// k boxes issued back to back on one mbarrier, two rounds in flight (nobody reads the data). Box b
+// of a CTA is (column chunk (g % ncol) * W, row block ((g / ncol) % nrow) * R) with g = cta + b * grid,
 // W x R the box (W = 16/32/64 elements = 32/64/128-B rows, swizzle = row width, set by the host).
 // So consecutive boxes walk the column chunks of a row block as a GEMM k-loop does for one operand.
 // times[4*cta + {0..3}] = clock64 start, end, %globaltimer start, end.
@@ -36,31 +36,37 @@ __device__ __forceinline__ bool wait_parity(uint32_t bar, uint32_t parity, int* 
 }
 
 extern "C" __global__ void __launch_bounds__(32, 1)
-    tma_width_stream(const __grid_constant__ CUtensorMap map, int ncol, int nrow, int w, int r,
-                     int per_cta, int stages, long long* __restrict__ times, int* __restrict__ flag) {
+    tma_width_stream(const __grid_constant__ CUtensorMap map, int ncol, int lncol, int nrow, int w,
+                     int r, int rounds, int k, long long* __restrict__ times, int* __restrict__ flag) {
+  // Two groups of k smem slots, one mbarrier per group: round q issues k boxes back to back into
+  // group q % 2 (one arrive.expect_tx of k boxes), after waiting for that group's previous round.
   extern __shared__ __align__(16) uint8_t smem[];
-  __shared__ __align__(8) uint64_t bars[16];
+  __shared__ __align__(8) uint64_t bars[2];
   const uint32_t base = (s32(smem) + 1023u) & ~1023u;
   const uint32_t box_bytes = 2u * w * r;
   if (threadIdx.x != 0) return;
-  for (int s = 0; s < stages; ++s)
+  for (int s = 0; s < 2; ++s)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("prefetch.tensormap [%0];" ::"l"(&map) : "memory");
   const long long t0 = clock64();
   const uint64_t g0 = gtimer();
-  for (int i = 0; i < per_cta; ++i) {
-    const int s = i % stages;
-    const uint32_t bar = s32(&bars[s]);
-    if (i >= stages && !wait_parity(bar, ((i / stages) - 1) & 1, flag)) return;
-    const int g = blockIdx.x + i * gridDim.x;
-    const int c0 = (g % ncol) * w, c1 = ((g / ncol) % nrow) * r;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(box_bytes) : "memory");
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-        ::"r"(base + s * box_bytes), "l"(&map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+  int box = 0;
+  for (int q = 0; q < rounds; ++q) {
+    const int grp = q & 1;
+    const uint32_t bar = s32(&bars[grp]);
+    if (q >= 2 && !wait_parity(bar, ((q / 2) - 1) & 1, flag)) return;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(k * box_bytes) : "memory");
+    for (int j = 0; j < k; ++j, ++box) {
+      const int g = blockIdx.x + box * gridDim.x;
+      const int c0 = (g & (ncol - 1)) * w, c1 = ((g >> lncol) & (nrow - 1)) * r;
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+          ::"r"(base + (grp * k + j) * box_bytes), "l"(&map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+    }
   }
-  for (int j = (per_cta > stages ? per_cta - stages : 0); j < per_cta; ++j)
-    if (!wait_parity(s32(&bars[j % stages]), (j / stages) & 1, flag)) return;
+  for (int q = (rounds > 2 ? rounds - 2 : 0); q < rounds; ++q)
+    if (!wait_parity(s32(&bars[q & 1]), (q / 2) & 1, flag)) return;
   const long long t1 = clock64();
   const uint64_t g1 = gtimer();
   times[4 * blockIdx.x + 0] = t0;
