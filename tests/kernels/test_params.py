@@ -115,7 +115,9 @@ def test_force_one_cta_per_sm():
 def test_cuda_defines_match_macros_in_source():
     src = CU.read_text()
     macros = set(re.findall(r"#ifndef (GEMM_\w+)", src))
-    assert set(GemmParams().cuda_defines()) == macros
+    # GEMM_PROFILE is not a kernel knob: validation/cycle_profile.py adds it (a 4th argument
+    # receives per-CTA clock64 spans); every knob of GemmParams is a macro and vice versa
+    assert set(GemmParams().cuda_defines()) == macros - {"GEMM_PROFILE"}
 
 
 def test_round_trip_and_tag_unique():
