@@ -76,13 +76,16 @@ class Launch:
         return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
 
 
+_SREG_CACHE: dict = {}  # (block, grid, num_warps, warp) -> (special registers but %ctaid, uniform values)
+
+
 class WarpState:
     """Per-warp control state."""
 
     __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase",
                  "uni", "sreg_uni", "none")
 
-    def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0):
+    def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0, sreg_uni: dict | None = None):
         self.w = w
         self.pc = 0
         self.done = False
@@ -96,7 +99,8 @@ class WarpState:
         self.sreg = sregs
         self.last_phase: dict[int, int] = {}  # mbarrier addr -> last phase this warp saw complete
         self.uni: list = [None] * num_regs    # warp-uniform register values (program.py, fast path)
-        self.sreg_uni = {k: int(v[0]) for k, v in sregs.items() if v.min() == v.max()}
+        self.sreg_uni = (sreg_uni if sreg_uni is not None else
+                         {k: int(v[0]) for k, v in sregs.items() if v.min() == v.max()})
         self.none = np.zeros(WARP, dtype=bool)
 
 
@@ -158,7 +162,10 @@ class CTAExecutor:
         self.bars: dict[int, list] = {}     # id -> [arrived_threads, generation, warps]
         self.bulk: dict[int, dict] = {}     # warp -> {"uncommitted": [], "groups": [], "committed", "completed"}
         nregs = self.bits.shape[0]
-        self.warps = [WarpState(w, nthreads, self._sregs(w), nregs) for w in range(self.num_warps)]
+        self.warps = []
+        for w in range(self.num_warps):
+            sregs, uni = self._sregs_uni(w)
+            self.warps.append(WarpState(w, nthreads, sregs, nregs, sreg_uni=uni))
         for ws in self.warps:  # registers start at 0 in every lane
             ws.uni = [0] * nregs
         self.wgs = [WarpgroupState(g) for g in range(-(-self.num_warps // 4))]
@@ -166,6 +173,26 @@ class CTAExecutor:
         self.issued = 0
 
     # ------------------------------------------------------------------------- special registers
+    def _sregs_uni(self, w: int) -> tuple[dict, dict]:
+        """(special registers of warp w, their warp-uniform values) without per-CTA numpy work:
+        everything but %ctaid is a function of (block, grid, warp) and cached across CTAs (the
+        arrays are only read: program.py copies them with astype)."""
+        key = (self.launch.block, self.launch.grid, self.num_warps, w)
+        base = _SREG_CACHE.get(key)
+        if base is None:
+            regs = self._sregs(w)
+            for k in ("%ctaid.x", "%ctaid.y", "%ctaid.z"):
+                del regs[k]
+            base = (regs, {k: int(v[0]) for k, v in regs.items() if v.min() == v.max()})
+            if len(_SREG_CACHE) > 4096:
+                _SREG_CACHE.clear()
+            _SREG_CACHE[key] = base
+        regs, uni = dict(base[0]), dict(base[1])
+        for k, v in zip(("%ctaid.x", "%ctaid.y", "%ctaid.z"), self.cta):
+            regs[k] = np.full(WARP, v, dtype=np.uint32)
+            uni[k] = int(v)
+        return regs, uni
+
     def _sregs(self, w: int) -> dict:
         bx, by, bz = self.launch.block
         tid = np.arange(w * WARP, (w + 1) * WARP, dtype=np.uint32)
