@@ -29,6 +29,7 @@ from isa.dtypes import DType, parse_dtype
 from isa.errors import InputError
 from isa.swizzle import SwizzleMode, parse_swizzle
 
+LINT_DTYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2")  # wgmma inputs read from shared memory
 ADDRESS_LIMIT = 1 << 18  # the 14-bit fields hold bits [4, 18) of a byte address
 FIELD_MASK = 0x3FFF
 RESERVED_MASK = (0x3 << 14) | (0x3 << 30) | (0x7 << 46) | (0x3FF << 52)
@@ -111,7 +112,7 @@ class MatrixDescriptor:
         if strict and v & RESERVED_MASK:
             raise InputError("descriptor", f"0x{v:016x}",
                              f"reserved bits 0x{v & RESERVED_MASK:016x} set (bits 14-15, 30-31, 46-48, 52-61 "
-                             "must be 0 on sm_90)")
+                             "must be 0 on sm_90; `hopsim desc lint` / lint() says what they may mean)")
         return cls.from_fields(v & FIELD_MASK, (v >> 16) & FIELD_MASK, (v >> 32) & FIELD_MASK,
                                (v >> 49) & 7, SwizzleMode.from_desc_code((v >> 62) & 3))
 
@@ -242,7 +243,21 @@ def lint(desc, *, operand: str = "A", major: str = "K", dtype="f16", tile=(64, 1
     operand = _parse_choice("operand", operand, ("A", "B"))
     major = _parse_choice("major", major, ("K", "MN"))
     d = parse_dtype(dtype)
+    if d.name not in LINT_DTYPES:
+        raise InputError("dtype", d.name, "one of " + ", ".join(LINT_DTYPES) + " (the floating-point inputs a "
+                         "wgmma reads from shared memory through a descriptor)")
+    if major == "MN" and d.bits != 16:
+        raise InputError("major", "MN", f"K for {d.name}: MN-major (transposed) operands exist only for f16/bf16")
     tile_rows, tile_k = _parse_tile(tile)
+    if operand == "A" and n is not None:
+        raise InputError("n", n, "only for operand B (operand A always has 64 rows: wgmma m64)")
+    if operand == "B" and n is None and (tile_rows % 8 or not 8 <= tile_rows <= 256):
+        raise InputError("tile", tile, "for operand B without --n, ROWS is the wgmma N: 8..256 in steps of 8")
+    if smem_base is not None:
+        if isinstance(smem_base, bool) or not isinstance(smem_base, (int, np.integer)) \
+                or not 0 <= int(smem_base) < ADDRESS_LIMIT or int(smem_base) % 16:
+            raise InputError("smem_base", smem_base, f"a 16-B aligned shared-memory byte address in 0 .. {ADDRESS_LIMIT - 16}")
+        smem_base = int(smem_base)
     out: list[Finding] = []
 
     if isinstance(desc, MatrixDescriptor):
@@ -256,13 +271,10 @@ def lint(desc, *, operand: str = "A", major: str = "K", dtype="f16", tile=(64, 1
                 "in bits 14-15 is not part of the PTX ISA matrix descriptor; LBO is bits 16-29, SBO bits 32-45)"))
         md = MatrixDescriptor.decode(raw, strict=False)
     data_swz = md.swizzle if swizzle is None else parse_swizzle(swizzle)
+    if smem_base is not None and data_swz is not SwizzleMode.NONE and smem_base % 128:
+        raise InputError("smem_base", smem_base, f"a multiple of 128 B for {data_swz.label}-swizzled data: a swizzle "
+                         "pattern starts on a 128-B line (TMA shared-memory boxes are 128-B aligned)")
     rows = operand_rows(operand, n if n is not None else (tile_rows if operand == "B" else None))
-    if d.bits not in (8, 16, 32) or not d.is_float:
-        out.append(Finding("dtype", d.name, "f16, bf16, tf32, e4m3 or e5m2",
-                           "wgmma reads these floating-point inputs from shared memory (integer types not linted)"))
-        return out
-    if major == "MN" and d.bits != 16:
-        out.append(Finding("major", "MN", "K", f"MN-major (transposed) operands exist only for f16/bf16, not {d.name}"))
 
     # -- layout type
     if md.swizzle is not data_swz:
@@ -307,14 +319,19 @@ def lint(desc, *, operand: str = "A", major: str = "K", dtype="f16", tile=(64, 1
 
 
 def _parse_tile(tile) -> tuple[int, int]:
+    given = tile
     if isinstance(tile, str):
         parts = tile.lower().split("x")
         try:
             tile = tuple(int(p) for p in parts)
         except ValueError:
-            raise InputError("tile", tile, "ROWSxK, e.g. 64x16") from None
-    if len(tile) != 2 or any(int(v) <= 0 for v in tile):
-        raise InputError("tile", tile, "two positive sizes (rows, k), e.g. 64x16")
+            raise InputError("tile", given, "ROWSxK, e.g. 64x16") from None
+    try:
+        ok = len(tile) == 2 and all(int(v) == v and int(v) > 0 for v in tile)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError("tile", given, "ROWSxK: two positive sizes (rows, k), e.g. 64x16")
     return int(tile[0]), int(tile[1])
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from isa.descriptor import MatrixDescriptor, lint, parse_descriptor_value
+from isa.descriptor import FIELD_MASK, MatrixDescriptor, lint, parse_descriptor_value
+from isa.errors import InputError
 
 EPILOG = """examples:
   hopsim desc decode 0x4000004000010040
   hopsim desc decode 0x4000004000010040 --json
   hopsim desc encode --start-address-bytes 1024 --lbo-bytes 16 --sbo-bytes 1024 --swizzle 128B
+  hopsim desc encode --start-address-field 64 --lbo-field 1 --sbo-field 64 --swizzle 128B   # same, in 16-B units
   hopsim desc lint 0x4000004000010040 --operand A --major K --dtype f16 --tile 64x64 --swizzle 128B
 exit status: 0 ok / clean lint, 1 lint findings, 2 bad input"""
 
@@ -36,12 +38,17 @@ def register(subparsers) -> None:
     d.add_argument("--json", action="store_true", help="print a JSON object")
     d.set_defaults(func=run_decode)
 
-    e = sub.add_parser("encode", help="build a descriptor from fields in bytes", epilog=EPILOG,
-                       description="Encode a descriptor from byte values; prints the hex.",
+    e = sub.add_parser("encode", help="build a descriptor from fields in bytes (or encoded units)", epilog=EPILOG,
+                       description="Encode a descriptor from byte values (--X-bytes) or encoded 14-bit fields "
+                                   "(--X-field = bytes >> 4); prints the hex.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    e.add_argument("--start-address-bytes", type=_int, required=True, help="shared-memory byte address (16-B aligned)")
-    e.add_argument("--lbo-bytes", type=_int, default=16, help="leading dimension byte offset (default 16)")
-    e.add_argument("--sbo-bytes", type=_int, required=True, help="stride dimension byte offset")
+    for name, what, default in (("start-address", "shared-memory byte address (16-B aligned)", None),
+                                ("lbo", "leading dimension byte offset (default 16 B)", 16),
+                                ("sbo", "stride dimension byte offset", None)):
+        g = e.add_mutually_exclusive_group(required=default is None)
+        g.add_argument(f"--{name}-bytes", type=_int, default=None, help=what)
+        g.add_argument(f"--{name}-field", type=_int, default=None,
+                       help="the same as the encoded 14-bit field (bytes >> 4)")
     e.add_argument("--swizzle", default="none", help="none, 32B, 64B or 128B (default none)")
     e.add_argument("--base-offset", type=_int, default=0, help="base offset 0..7 (default 0)")
     e.add_argument("--json", action="store_true", help="print a JSON object with the hex and the fields")
@@ -84,8 +91,19 @@ def run_decode(args) -> int:
     return 0
 
 
+def _bytes_or_field(args, name: str, default: int | None) -> int:
+    """The byte value of --NAME-bytes, or of --NAME-field (checked as a 14-bit field, then << 4)."""
+    b, f = getattr(args, f"{name}_bytes"), getattr(args, f"{name}_field")
+    if f is None:
+        return default if b is None else b
+    if not 0 <= f <= FIELD_MASK:
+        raise InputError(f"{name}_field", f, f"an integer 0..{FIELD_MASK} (14-bit field, bytes >> 4)")
+    return f << 4
+
+
 def run_encode(args) -> int:
-    md = MatrixDescriptor(args.start_address_bytes, args.lbo_bytes, args.sbo_bytes, args.base_offset, args.swizzle)
+    md = MatrixDescriptor(_bytes_or_field(args, "start_address", None), _bytes_or_field(args, "lbo", 16),
+                          _bytes_or_field(args, "sbo", None), args.base_offset, args.swizzle)
     print(json.dumps({"hex": md.hex(), **md.to_dict()}) if args.json else md.hex())
     return 0
 

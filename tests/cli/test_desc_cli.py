@@ -35,6 +35,15 @@ def test_encode(capsys):
     assert capsys.readouterr().out.strip() == "0x0000000800800040"  # seed 000, K-major no swizzle
 
 
+def test_encode_from_fields_equals_encode_from_bytes(capsys):
+    """--X-field is the encoded 14-bit value (bytes >> 4): both spellings give the same descriptor."""
+    assert main(["desc", "encode", "--start-address-field", "0x40", "--lbo-field", "1", "--sbo-field", "64",
+                 "--swizzle", "128B"]) == 0
+    assert capsys.readouterr().out.strip() == "0x4000004000010040"  # the issue's example, in bytes 1024/16/1024
+    assert main(["desc", "encode", "--start-address-field", "0x40", "--lbo-bytes", "2048", "--sbo-field", "8"]) == 0
+    assert capsys.readouterr().out.strip() == "0x0000000800800040"  # seed 000, K-major no swizzle
+
+
 def test_lint_clean_and_findings(capsys):
     ok = ["desc", "lint", "0x4000004000010040", "--operand", "A", "--major", "K", "--dtype", "f16",
           "--tile", "64x16", "--swizzle", "128B"]
@@ -59,6 +68,13 @@ def test_lint_clean_and_findings(capsys):
     (["desc", "lint", "0x4000004000010040", "--operand", "C"], "operand='C'"),
     (["desc", "lint", "0x4000004000010040", "--tile", "64by16"], "tile='64by16'"),
     (["desc", "encode", "--start-address-bytes", "ten", "--sbo-bytes", "1024"], "not an integer"),
+    (["desc", "encode", "--start-address-field", "16384", "--sbo-bytes", "1024"], "start_address_field=16384"),
+    (["desc", "encode", "--start-address-field", "64", "--start-address-bytes", "1024", "--sbo-bytes", "1024"],
+     "not allowed with"),
+    (["desc", "lint", "0x4000004000010040", "--dtype", "f64"], "dtype='f64'"),
+    (["desc", "lint", "0x4000004000010040", "--tile", "64"], "tile='64'"),
+    (["desc", "lint", "0x4000004000010040", "--smem-base", "1000"], "smem_base=1000"),
+    (["desc", "lint", "0x4000004000010040", "--operand", "A", "--n", "64"], "n=64"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
     try:

@@ -197,6 +197,34 @@ def test_lint_rejects_bad_arguments():
         lint("0xnothex")
 
 
+@pytest.mark.parametrize("kwargs,field", [
+    (dict(dtype="f64"), "dtype"),                       # not a wgmma shared-memory input type
+    (dict(dtype="u16"), "dtype"),
+    (dict(major="MN", dtype="tf32"), "major"),          # transpose only for 16-bit types
+    (dict(major="MN", dtype="e4m3"), "major"),
+    (dict(tile="64"), "tile"),
+    (dict(tile=(0, 16)), "tile"),
+    (dict(tile=(64, 16, 2)), "tile"),
+    (dict(operand="A", n=64), "n"),                     # A is always m64
+    (dict(operand="B", tile=(12, 16)), "tile"),         # B rows = N must be 8..256 step 8
+    (dict(operand="B", tile=(512, 16)), "tile"),
+    (dict(smem_base=-128), "smem_base"),
+    (dict(smem_base=1000), "smem_base"),                # not 16-B aligned
+    (dict(smem_base=1 << 18), "smem_base"),             # beyond the 18-bit shared window
+    (dict(smem_base=1024 + 16, swizzle="128B"), "smem_base"),  # a swizzle pattern starts on a 128-B line
+])
+def test_lint_bad_arguments_name_the_field(kwargs, field):
+    with pytest.raises(InputError) as ei:
+        lint(0x4000004000010040, **kwargs)
+    assert ei.value.field == field
+
+
+def test_lint_tile_error_shows_the_value_given():
+    with pytest.raises(InputError) as ei:
+        lint(0x4000004000010040, tile="64")
+    assert ei.value.value == "64"
+
+
 # -------------------------------------------------------------- seed 004 (different bit layout)
 def seed004_b128(addr: int) -> int:
     """Seed 004 `make_gmma_desc_b128`: address >> 4 in bits 0-13 and '3 = B128' in bits 62-63."""
