@@ -35,6 +35,8 @@ KINDS = {
     "TMA in flight": "#9ecae1",
     "tensor cores": "#2ca02c",
     "mbarrier wait": "#d62728",
+    "wgmma wait": "#bcbd22",
+    "sync wait": "#e377c2",
     "epilogue": "#9467bd",
     "smem port": "#ff7f0e",
     "L2/HBM": "#8c564b",
@@ -42,25 +44,41 @@ KINDS = {
     "other": "#c7c7c7",
 }
 
-_RULES = (  # (kind, any of these words)
-    ("mbarrier wait", ("wait", "mbarrier", "stall", "blocked", "sleep")),
-    ("epilogue", ("epilogue", "stmatrix", "st.global", "store c", "writeback")),
+_RULES = (  # (kind, any of these words); the first rule that matches wins
+    ("wgmma wait", ("wait wgmma", "wait_group")),
+    ("sync wait", ("rendezvous", "bar.sync", "barrier.sync", "wait bar")),
+    ("mbarrier wait", ("wait", "try_wait", "test_wait", "stall", "blocked", "sleep")),
+    ("epilogue", ("epilogue", "stmatrix", "st.global", "st.shared", "store c", "writeback", "cvt.rn",
+                  "bulk_group", "global.shared::cta")),
     ("TMA in flight", ("fill", "flight", "land", "tma load", "tma box", "bytes")),
     ("TMA issue", ("tma", "cp.async.bulk", "utmaldg")),
     ("tensor cores", ("wgmma", "tensor", "mma", "gmma")),
     ("smem port", ("smem", "shared")),
-    ("L2/HBM", ("l2", "hbm", "dram")),
-    ("warp issue", ("issue", "smsp", "warp")),
+    ("L2/HBM", ("l2", "hbm", "dram", "miss", "hit")),
+    ("warp issue", ("issue", "smsp", "warp", "alu", "mbarrier", "instruction")),
 )
+_ISSUE_ONLY = ("mbarrier.", "fence", "elect", "setmaxnreg")  # instructions that are issue, not units
 
 
 def classify(name: str, lane: str = "", cat: str = "") -> str:
-    """The kind of a box from its event name and category, else from its lane's name."""
-    for text in (f"{name} {cat}".lower(), lane.lower()):
+    """The kind of a box from its event name and category, else from its lane's name.
+
+    A box on a warp lane named by an instruction (`@%p1 mbarrier.arrive...`, `fence...`) is warp
+    issue; waits are split by what they wait on (mbarrier phase, wgmma group, bar.sync or the
+    warpgroup rendezvous); `cvt`/`st.global`/`stmatrix` after the mainloop are the epilogue."""
+    text = f"{name} {cat}".lower()
+    if "warp" in lane.lower() and "cp.async.bulk" in text:
+        return "epilogue" if "global.shared::cta" in text else "TMA issue"
+    if "warp" in lane.lower() and any(text.lstrip("@%!p0123456789 ").startswith(w) for w in _ISSUE_ONLY):
+        return "warp issue"
+    for t in (text, lane.lower()):
         for kind, words in _RULES:
-            if any(w in text for w in words):
-                if kind == "TMA in flight" and "tma" not in text and "fill" not in text:
+            if any(w in t for w in words):
+                if kind == "TMA in flight" and "tma" not in t and "fill" not in t:
                     continue  # "bytes"/"flight" alone do not make a TMA box
+                if kind == "L2/HBM" and t is text and not any(w in lane.lower() for w in ("l2", "hbm", "link")) \
+                        and any(w in t for w in ("miss", "hit")) and not any(w in t for w in ("l2", "hbm", "dram")):
+                    continue  # "miss"/"hit" name L2 only on a memory lane
                 return kind
     return "other"
 
@@ -141,14 +159,62 @@ def _stack(spans: list[tuple[float, float]], cap: int) -> tuple[list[int], bool]
     return [r % cap for r in row], len(ends) > cap
 
 
+def _fit_label(name: str, lane: str, chars: int) -> str:
+    """The longest of (name, name without the words its lane already says, the part in
+    parentheses) that fits in `chars` characters; '' if none does (never a word cut in half)."""
+    name = str(name)
+    short = name
+    for w in str(lane).split():
+        short = short.replace(w, "")
+    cands = [name, " ".join(short.split())]
+    if "(" in name and ")" in name:
+        cands.append(name[name.index("("): name.rindex(")") + 1])
+    for c in cands:
+        if c and len(c) <= chars:
+            return c
+    return ""
+
+
+def first_cta_windows(trace: Any, head_cycles: float, tail_cycles: float = 2500.0,
+                      clock_mhz: float | None = None) -> list[tuple[float, float]]:
+    """Windows that show the first CTA of SM 0 readably: its first `head_cycles` (prologue, the
+    pipeline filling, a few k-tiles of steady state) and, if its epilogue lies beyond that, the
+    last `tail_cycles` before the end of its epilogue (the last k-tiles, the epilogue)."""
+    boxes, names = timeline_boxes(trace, clock_mhz)
+    pid0 = min((x[0] for x in boxes), default=0)
+    boxes = [b for b in boxes if b[0] == pid0 and b[3] > 0]
+    if not boxes:
+        return [(0.0, max(head_cycles, 1.0))]
+    t0 = min(b[2] for b in boxes)
+    warp = sorted((b for b in boxes if "warp" in str(names.get((b[0], b[1]), "")).lower()),
+                  key=lambda b: b[2])
+    end = None
+    in_epi = False
+    for b in warp:
+        kind = classify(b[4], names.get((b[0], b[1]), ""), b[5])
+        if kind == "epilogue":
+            in_epi, end = True, b[2] + b[3]
+        elif in_epi and kind in ("TMA issue", "tensor cores", "mbarrier wait", "wgmma wait"):
+            break  # the next CTA on this slot has begun
+        elif in_epi and kind == "warp issue" and any(w in str(b[4]) for w in ("mbarrier.init", "fence.mbarrier")):
+            break
+    head = (t0, t0 + head_cycles)
+    if end is None or end <= head[1] + tail_cycles * 0.25:
+        return [(t0, max(head[1], end or head[1]))]
+    return [head, (max(head[1], end - tail_cycles), end + 0.03 * tail_cycles)]
+
+
 def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "timeline",
                   max_cycles: float | None = None, *, pids: Sequence[int] | str | None = None,
                   clock_mhz: float | None = None, max_subrows: int = 8,
-                  label_boxes: bool = True) -> pathlib.Path:
+                  label_boxes: bool = True,
+                  windows: Sequence[tuple[float, float]] | None = None) -> pathlib.Path:
     """A lane per unit / warp track; boxes coloured by kind; x = SM cycles.
 
-    `max_cycles` clips to the first N cycles (a few k-tiles stay readable). `pids`: which processes
-    (SMs) to draw: default the first one that has boxes, "all" for every one.
+    `max_cycles` clips to the first N cycles (a few k-tiles stay readable). `windows`: several
+    (start, end) cycle ranges drawn side by side on a broken x axis (e.g. `first_cta_windows`:
+    the pipeline filling and, further on, the last k-tiles and the epilogue). `pids`: which
+    processes (SMs) to draw: default the first one that has boxes, "all" for every one.
     """
     boxes, names = timeline_boxes(trace_events, clock_mhz)
     if pids is None:
@@ -161,8 +227,11 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
     boxes = [b for b in boxes if b[0] in keep and b[3] > 0]  # zero-length slices draw nothing
     t0 = min((b[2] for b in boxes), default=0.0)
     t_end = max((b[2] + b[3] for b in boxes), default=1.0)
-    hi = min(t_end, t0 + max_cycles) if max_cycles else t_end
-    boxes = [b for b in boxes if b[2] < hi]
+    if windows:
+        wins = [(float(lo), float(hi)) for lo, hi in windows if hi > lo]
+    else:
+        wins = [(t0, min(t_end, t0 + max_cycles) if max_cycles else t_end)]
+    boxes = [b for b in boxes if any(b[2] < hi and b[2] + b[3] > lo for lo, hi in wins)]
     lanes = sorted({(b[0], b[1]) for b in boxes}, key=lambda k: (k[0], str(type(k[1])), k[1]))
     multi = len({p for p, _ in lanes}) > 1
 
@@ -183,44 +252,70 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
         yticks.append((y + n / 2, lane_name(key)))
         y += n + 0.6
     height = max(2.5, 0.8 + 0.28 * y)
-    fig, ax = plt.subplots(figsize=(14, height))
-    span = max(hi - t0, 1.0)
+    spans = [hi - lo for lo, hi in wins]
+    fig, axes = plt.subplots(1, len(wins), figsize=(14, height), sharey=True, squeeze=False,
+                             gridspec_kw={"width_ratios": spans, "wspace": 0.03})
+    axes = axes[0]
     used = set()
-    for key in lanes:
-        y0, n, rows, wrapped = layout[key]
-        lane = names.get(key) or ""
-        for b, r in zip(by_lane[key], rows):
-            kind = classify(b[4], lane, b[5])
-            used.add(kind)
-            start, dur = b[2], min(b[3], hi - b[2])
-            ax.broken_barh([(start, max(dur, span * 1e-4))], (y0 + r + 0.08, 0.84),
-                           facecolors=KINDS[kind], edgecolor="black", linewidth=0.3,
+    total = sum(spans)
+    for ax, (lo, hi) in zip(axes, wins):
+        span = max(hi - lo, 1.0)
+        width_chars = 150 * span / total  # characters that fit across this panel
+        batch: dict = defaultdict(list)  # one broken_barh per (row, kind, style): fast for 10^4 boxes
+        for key in lanes:
+            y0, n, rows, wrapped = layout[key]
+            lane = names.get(key) or ""
+            for b, r in zip(by_lane[key], rows):
+                if not (b[2] < hi and b[2] + b[3] > lo):
+                    continue
+                kind = classify(b[4], lane, b[5])
+                used.add(kind)
+                start, end = max(b[2], lo), min(b[2] + b[3], hi)
+                dur = end - start
+                thin = dur < span * 0.004  # a few pixels: an outline would paint it black
+                batch[(y0 + r, kind, thin, wrapped)].append((start, max(dur, span * 1e-4)))
+                if label_boxes and not wrapped and b[4]:
+                    text = _fit_label(b[4], lane, int(dur / span * width_chars))
+                    if text:
+                        ax.text(start + dur / 2, y0 + r + 0.5, text, ha="center", va="center",
+                                fontsize=6.5, clip_on=True)
+        for (yr, kind, thin, wrapped), xr in batch.items():
+            ax.broken_barh(xr, (yr + 0.08, 0.84), facecolors=KINDS[kind],
+                           edgecolor="none" if thin else "black", linewidth=0 if thin else 0.3,
                            alpha=0.6 if wrapped else 1.0)
-            if label_boxes and not wrapped and dur > 0.035 * span and b[4]:
-                text = str(b[4])[: max(3, int(dur / span * 140))]
-                ax.text(start + dur / 2, y0 + r + 0.5, text, ha="center", va="center",
-                        fontsize=6.5, clip_on=True)
-    ax.set_yticks([t for t, _ in yticks], [n for _, n in yticks], fontsize=8)
-    ax.set_ylim(y + 0.2, -0.8)  # first lane on top
-    ax.set_xlim(t0, hi)
-    ax.set_xlabel("SM cycles")
-    clip = f" (first {hi - t0:,.0f} of {t_end - t0:,.0f} cycles)" if hi < t_end else ""
-    ax.set_title(title + clip, pad=22)
-    ax.grid(axis="x", alpha=0.3)
+        ax.set_xlim(lo, hi)
+        ax.grid(axis="x", alpha=0.3)
+        ax.tick_params(axis="x", labelsize=8)
+    for ax in axes[1:]:
+        ax.tick_params(axis="y", left=False)
+        for side in ("left",):
+            ax.spines[side].set_linestyle((0, (4, 3)))
+    axes[0].set_yticks([t for t, _ in yticks], [n for _, n in yticks], fontsize=8)
+    axes[0].set_ylim(y + 0.2, -0.8)  # first lane on top
+    shown = sum(spans)
+    clip = (f" (cycles {wins[0][0]:,.0f}-{wins[0][1]:,.0f} of {t0:,.0f}-{t_end:,.0f})" if len(wins) == 1
+            and (wins[0][1] < t_end or wins[0][0] > t0) else
+            f" ({shown:,.0f} of {t_end - t0:,.0f} cycles, in {len(wins)} windows)" if len(wins) > 1 else "")
+    # margins in inches, whatever the height: title, legend, axes, x label
+    fig.subplots_adjust(left=0.11, right=0.99, top=1 - 0.75 / height, bottom=0.55 / height)
+    fig.suptitle(title + clip, fontsize=11, y=1 - 0.12 / height, va="top")
+    fig.supxlabel("SM cycles" + ("  (broken axis: the gap between panels is not drawn)"
+                                 if len(wins) > 1 else ""), fontsize=10, y=0.08 / height, va="bottom")
     handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.3, label=k)
                for k, c in KINDS.items() if k in used]
     if handles:
-        ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0),
-                  ncol=len(handles), fontsize=8, frameon=False)
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.38 / height),
+                   ncol=len(handles), fontsize=8, frameon=False)
     if not boxes:
-        ax.text(0.5, 0.5, "no trace events", transform=ax.transAxes, ha="center")
-    return _save(fig, path)
+        axes[0].text(0.5, 0.5, "no trace events", transform=axes[0].transAxes, ha="center")
+    return _save(fig, path, tight=False)
 
 
-def _save(fig, path) -> pathlib.Path:
+def _save(fig, path, tight: bool = True) -> pathlib.Path:
     p = pathlib.Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(p, dpi=130, bbox_inches="tight")
     plt.close(fig)
     return p

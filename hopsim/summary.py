@@ -18,7 +18,9 @@ BUSY_NAMES = {"tma": "TMA Unit Busy", "tensor": "Tensor Core Busy", "smem": "Sha
 
 
 def _row(name: str, unit: str, value: Any) -> str:
-    if isinstance(value, float):
+    if isinstance(value, float) and unit == "%":
+        value = f"{value:.1f}"
+    elif isinstance(value, float):
         value = f"{value:,.4f}" if abs(value) < 10 else f"{value:,.1f}"
     elif isinstance(value, int):
         value = f"{value:,}"
@@ -63,23 +65,38 @@ def format_summary(res, *, title: str = "", launch: dict | None = None, flops: f
     lines.append(_row("Shared Memory Wavefronts", "", int(res.smem_wavefronts)))
     lines.append(_row("Shared Memory Ideal Wavefronts", "", int(res.smem_ideal_wavefronts)))
     lines.append(_row("Shared Bank Conflicts", "", int(res.bank_conflicts)))
-    lines += _section("Warp State (cycles summed over the warps of a role)")
-    grouped = {role: _group(r.get("wait", {})) for role, r in res.roles.items()}
-    waits = sorted({w for g in grouped.values() for w in g})
-    cols = ["issuing"] + waits
-    wid = [max(9, len(c) + 2) for c in cols]
-    lines.append(f"    {'role':<10}{'warps':>6}" + "".join(f"{c:>{w}}" for c, w in zip(cols, wid)))
-    for role, r in res.roles.items():
-        g = grouped[role]
-        total = r["issue"] + sum(g.values())
-        vals = [r["issue"]] + [g.get(w, 0) for w in waits]
-        lines.append(f"    {role:<10}{r['warps']:>6}" +
-                     "".join(f"{_pct(v, total):>{w}}" for v, w in zip(vals, wid)))
-    lines.append("    (share of each role's issue + wait cycles; the rest of a warp's life is not "
-                 "counted)" if res.roles else "    (no warps)")
+    lines += warp_state(res.roles)
     for n in notes or ():
         lines.append(f"  note: {n}")
     return "\n".join(lines)
+
+
+def warp_state(roles: dict) -> list[str]:
+    """Warp State Statistics: one row per state (issuing, then each wait kind, largest first), one
+    column per warp role, each cell the share of that role's issue + wait warp-cycles."""
+    lines = _section("Warp State Statistics (share of each role's warp-cycles)")
+    if not roles:
+        return lines + ["    (no warps)"]
+    grouped = {role: _group(r.get("wait", {})) for role, r in roles.items()}
+    totals = {role: r["issue"] + sum(grouped[role].values()) for role, r in roles.items()}
+    waits = sorted({w for g in grouped.values() for w in g},
+                   key=lambda w: -sum(_share(grouped[r].get(w, 0), totals[r]) for r in roles))
+    heads = [f"{role} ({r['warps']:,} warps)" for role, r in roles.items()]
+    wid = [max(12, len(h) + 2) for h in heads]
+    lines.append(f"    {'state':<36}" + "".join(f"{h:>{w}}" for h, w in zip(heads, wid)))
+    rows = [("Issuing", {role: r["issue"] for role, r in roles.items()})]
+    rows += [(f"Waiting on {w}", {role: grouped[role].get(w, 0) for role in roles}) for w in waits]
+    for name, vals in rows:
+        lines.append(f"    {name:<36}" + "".join(f"{_pct(vals[role], totals[role]):>{w}}"
+                                                 for role, w in zip(roles, wid)))
+    lines.append("    (roles: producer = warps that issue TMA; consumer = warps that issue wgmma;")
+    lines.append("     other = the rest; a warp's cycles before its first and after its last "
+                 "instruction are not counted)")
+    return lines
+
+
+def _share(part: float, total: float) -> float:
+    return part / total if total else 0.0
 
 
 def _group(waits: dict) -> dict:

@@ -26,6 +26,20 @@ _COMMANDS = [
 ]
 
 
+EXAMPLES = """examples:
+  hopsim simulate gemm --m 4096 --n 4096 --k 4096 --stages 1-6 --plot timeline.png
+  hopsim simulate kernel.ptx --launch launch.yaml --trace kernel.trace.json
+  hopsim sweep --grid grid.yaml --out results.csv --plot stages.png --compare-records
+  hopsim bank-conflicts --trace accesses.jsonl --summary
+  hopsim desc decode 0x4000004000010040
+  hopsim swizzle show 128B
+  hopsim validate compare --only 10
+  hopsim config show h100_sxm
+
+Each command has its own --help with examples (hopsim simulate gemm --help). Bad input gives one
+line on stderr and exit status 2. User guides: docs/guide/*.md."""
+
+
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose usage errors are one line plus exit status 2."""
 
@@ -37,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hopsim",
         description="Cycle-approximate simulator of an NVIDIA Hopper (sm90a) SM and H100.",
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -48,19 +63,45 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         mod.register(sub)
+    _name_parsers(parser)
     return parser
+
+
+def _name_parsers(parser: argparse.ArgumentParser) -> None:
+    """Give every (sub)command's namespace its parser, so that an unknown flag is reported by the
+    command it was given to (argparse reports leftovers at the top level)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(_parser=sub)
+                _name_parsers(sub)
+
+
+def _error_line(exc: HopsimError) -> str:
+    """One line for an error; an IR verification error shows its first diagnostic and lists the
+    others on the following lines (each one complete: file:line: rule, message, instruction)."""
+    diags = getattr(exc, "diagnostics", None)
+    if diags:
+        fname = getattr(exc, "filename", None)
+        lines = [d.format(fname) if fname else str(d) for d in diags]
+        more = f" (and {len(lines) - 1} more IR errors below)" if len(lines) > 1 else ""
+        return "\n".join([f"hopsim: error: {lines[0]}{more}"] + [f"  {x}" for x in lines[1:]])
+    return f"hopsim: error: {exc}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = getattr(args, "_parser", None) or parser
+        sub.error("unrecognized arguments: " + " ".join(extra))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
         return int(args.func(args) or 0)
     except HopsimError as exc:
-        print(f"hopsim: error: {exc}", file=sys.stderr)
+        print(_error_line(exc), file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -81,7 +81,8 @@ def gemm_parser() -> argparse.ArgumentParser:
     o.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
     o.add_argument("--plot", metavar="FILE.png", help="timeline picture (the fastest point of a sweep)")
     o.add_argument("--plot-cycles", type=int, metavar="N",
-                   help="timeline window in cycles (default: about 10 k-tiles of the first CTA)")
+                   help="timeline of the first N cycles (default: the first CTA's prologue and "
+                        "first k-tiles, then its last k-tiles and epilogue, on a broken axis)")
     o.add_argument("--sweep-plot", metavar="FILE.png", help="time against the first swept knob")
     o.add_argument("--check", action="store_true",
                    help="compute the real product through simulated shared memory and compare with "
@@ -91,6 +92,13 @@ def gemm_parser() -> argparse.ArgumentParser:
     o.add_argument("--jobs", type=int, help="worker processes for a sweep (default: all CPUs)")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
+
+
+def _activity(args, desc: str):
+    """An elapsed-time line on stderr for a run longer than 2 s (hopsim/progress.py)."""
+    from hopsim.progress import Activity
+
+    return Activity(desc, enabled=False if getattr(args, "no_progress", False) else None)
 
 
 def _png(field: str, path: str | None) -> None:
@@ -121,13 +129,18 @@ def _title(p) -> str:
 def _timeline(run, path: str, window: int | None) -> None:
     from hopsim.plots import plot_timeline
 
+    from hopsim.plots import first_cta_windows
+
     res = run.result
-    if window is None:
-        p = run.params
-        per_cta = res.cycles / max(1, res.waves)
-        window = int(min(res.cycles, 4000 + 10 * per_cta / max(1, p.k // p.bk)))
-    plot_timeline(res.trace, path, title=_title(run.params), max_cycles=window,
-                  clock_mhz=res.clock_mhz)
+    p = run.params
+    per_ktile = res.cycles / max(1, res.waves) / max(1, p.k // p.bk)
+    if window is not None:
+        plot_timeline(res.trace, path, title=_title(p), max_cycles=window, clock_mhz=res.clock_mhz)
+        return
+    # the first CTA: prologue + about 6 k-tiles, then its last 3 k-tiles and the epilogue
+    head = int(min(res.cycles, 3000 + 6 * per_ktile))
+    wins = first_cta_windows(res.trace, head, tail_cycles=1500 + 3 * per_ktile, clock_mhz=res.clock_mhz)
+    plot_timeline(res.trace, path, title=_title(p), windows=wins, clock_mhz=res.clock_mhz)
 
 
 def run_gemm(argv: list[str]) -> int:
@@ -148,12 +161,13 @@ def run_gemm(argv: list[str]) -> int:
     if len(points) == 1:
         params = gemm_sim.params_of(points[0])
         gpu = load_gpu(points[0].get("gpu") or "h100_sxm")
-        run = gemm_sim.simulate_gemm(params, gpu, mode=args.mode, check=args.check,
-                                     trace=bool(args.trace or args.plot))
-        if args.trace:
-            run.result.trace.write(args.trace)
-        if args.plot:
-            _timeline(run, args.plot, args.plot_cycles)
+        with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):
+            run = gemm_sim.simulate_gemm(params, gpu, mode=args.mode, check=args.check,
+                                         trace=bool(args.trace or args.plot))
+            if args.trace:
+                run.result.trace.write(args.trace)
+            if args.plot:
+                _timeline(run, args.plot, args.plot_cycles)
         if args.json:
             print(json.dumps(run.to_json()))
         else:
@@ -198,9 +212,10 @@ def run_gemm(argv: list[str]) -> int:
     if args.plot and good:
         best = min(good, key=lambda r: r["time_ms"])
         pt = {k: best[k] for k in points[0]}
-        run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm"),
-                                     trace=True)
-        _timeline(run, args.plot, args.plot_cycles)
+        with _activity(args, "timeline of the fastest point"):
+            run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt),
+                                         load_gpu(pt.get("gpu") or "h100_sxm"), trace=True)
+            _timeline(run, args.plot, args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)
     return 1 if any(r.get("error") for r in rows) else 0
@@ -231,6 +246,7 @@ def ptx_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", metavar="FILE.json")
     p.add_argument("--plot", metavar="FILE.png")
     p.add_argument("--max-cycles", type=int, metavar="N", help="stop a livelock after N cycles")
+    p.add_argument("--no-progress", action="store_true", help="no elapsed-time line on stderr")
     return p
 
 
@@ -312,7 +328,8 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     from hopsim.functional.gmem import GlobalMemory
     from hopsim.summary import format_summary
     from hopsim.timing.runner import simulate
-    from isa.ir import parse, verify
+    from isa.ir import check, verify
+    from isa.ir import parse
     from isa.tensormap import TensorMap
 
     args = ptx_parser().parse_args(argv)
@@ -321,7 +338,10 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     if not path.is_file():
         raise InputError("FILE", path_arg, "an existing IR kernel file (or 'gemm')")
     kernel = parse(path.read_text(), filename=str(path))
-    verify(kernel)
+    check(kernel)  # VerifyError (file:line, rule, instruction) before anything runs
+    for d in verify(kernel):
+        if d.severity != "error":
+            print(f"hopsim: {d.format(str(path))}", file=sys.stderr)
     spec: dict = {}
     base = path.parent
     if args.launch:
@@ -397,8 +417,9 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
             raise InputError("save", name, "a buffer name: " + (", ".join(arrays) or "none"))
     launch = Launch(grid=grid, block=block, dynamic_smem=smem, params=values)
     gpu = load_gpu(args.gpu)
-    res = simulate(kernel, launch, gpu, values=not args.timing_only, gmem=gmem,
-                   trace=bool(args.trace or args.plot), max_cycles=args.max_cycles)
+    with _activity(args, f"simulating {kernel.name}"):
+        res = simulate(kernel, launch, gpu, values=not args.timing_only, gmem=gmem,
+                       trace=bool(args.trace or args.plot), max_cycles=args.max_cycles)
     for name, out in save.items():
         arr = arrays[name]
         np.save(out, gmem.view(name, arr.dtype, arr.shape))
@@ -415,6 +436,8 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
         print(format_summary(res, title=f"{kernel.name} ({path.name})", notes=notes,
                              launch={"Grid Size": ("", "x".join(map(str, grid))),
                                      "Block Size": ("", "x".join(map(str, block))),
+                                     "Static Shared Memory Per Block":
+                                         ("byte", int(getattr(kernel, "static_smem_bytes", 0) or 0)),
                                      "Dynamic Shared Memory Per Block": ("byte", smem)}))
     return 0
 

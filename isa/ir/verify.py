@@ -67,6 +67,7 @@ class VerifyError(IRError):
 
     def __init__(self, diagnostics: list[Diagnostic], filename: str = "<kernel>"):
         self.diagnostics = diagnostics
+        self.filename = filename
         super().__init__(f"{len(diagnostics)} IR error(s):\n" + "\n".join(d.format(filename) for d in diagnostics))
 
 
