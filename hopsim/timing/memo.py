@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import deque
 
 from hopsim.functional.effect import Kind
+from hopsim.timing.memory import SmLink
 
 
 def capture_tiles(ex, stop=None) -> list[list]:
@@ -194,6 +195,45 @@ def _delta(base, other):
             row.append(tuple(o - b for b, o in zip(cb, co)))
         out.append(row)
     return out
+
+
+# ------------------------------------------------------------------------------- SM link
+class _NoAllocate:
+    """Stands in for the L2 residency while a PartitionedLink stores: the store allocates nothing."""
+
+    @staticmethod
+    def write(key, nbytes) -> None:
+        return None
+
+
+_NO_ALLOCATE = _NoAllocate()
+
+
+class PartitionedLink(SmLink):
+    """An SM's link in the partitioned mode: stores do not allocate in the L2 residency.
+
+    In the partitioned mode the L2 residency is decided at dispatch from the CTAs' TMA-load tiles
+    (`DispatchResidency`, in linear CTA order), so it does not depend on timing; a store inserting
+    its lines when it happens would make the residency (and the hit vectors of later CTAs) depend
+    on the interleaving of all SMs, which no memo could replay. Stores still cost their L2 link
+    time and count their bytes. `lookups` counts reads whose residency is looked up at request
+    time (ld.global): the SM-level memo refuses kernels that do any (smclass.NotMemoisable).
+    (Hook for memory.py: `MemorySystem.write(..., allocate=False)` would replace this override.)
+    """
+
+    lookups = 0
+
+    def write(self, arrival: float, key, nbytes: int) -> float:
+        res, self.residency = self.residency, _NO_ALLOCATE
+        try:
+            return super().write(arrival, key, nbytes)
+        finally:
+            self.residency = res
+
+    def read(self, arrival: float, key, nbytes: int, hit=None, *args, **kw):
+        if hit is None:
+            self.lookups += 1
+        return super().read(arrival, key, nbytes, hit, *args, **kw)
 
 
 # ------------------------------------------------------------------------------- SM counters

@@ -26,7 +26,7 @@ from hopsim.timing.pipes import Jitter
 from hopsim.timing.sm import SM, CtaRun, _Consts, ideal_wavefronts
 from hopsim.trace import Trace
 from hopsim.timing import memo as memo_mod
-from hopsim.timing.memory import SmLink
+from hopsim.timing import smclass
 from isa.errors import HopsimError, InputError
 
 import simpy
@@ -114,8 +114,6 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
 
     partitioned = memory_mode == "partitioned"
     plan = memo_mod.TilePlan.build(launch, plan_factory) if partitioned else None
-    if memo and occ.ctas_per_sm != 1:
-        plan = None  # memo needs one CTA per SM (co-resident CTAs share the SM's units)
     dispatch = (memo_mod.DispatchResidency(plan, memory.residency, num_ctas, num_sms * occ.ctas_per_sm)
                 if plan is not None else None)
     memo_table: dict = {}
@@ -125,7 +123,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     def run_cta(sm_id, slot, cta):
         sm = sms.get(sm_id)
         if sm is None:
-            link = SmLink(gpu, memory.residency, min(num_sms, num_ctas), sm_id, trace=trace, jitter=jitter) if partitioned else memory
+            link = (memo_mod.PartitionedLink(gpu, memory.residency, min(num_sms, num_ctas), sm_id, trace=trace,
+                                             jitter=jitter) if partitioned else memory)
             sm = sms[sm_id] = SM(gpu, sm_id, link, trace=trace, jitter=jitter)
         hits = key = tiles = None
         if plan is not None:
@@ -133,7 +132,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             hits = dispatch.classify(cta, tiles)
             key = tuple(hits.values())
         start = env.now
-        use_memo = memo and plan is not None
+        use_memo = memo and plan is not None  # (one CTA per SM here; more: smclass.py below)
         if use_memo:
             key = (key, memo_mod.sm_state(sm, start))
         if use_memo and key not in memo_table and key in in_flight:
@@ -184,10 +183,41 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         sm.ctas_run += 1
         agg.add(run, sm_id, slot, tr)
 
-    sched = CtaScheduler(env, num_sms=num_sms, ctas_per_sm=occ.ctas_per_sm, num_ctas=num_ctas,
-                         launch_cycles=float(gpu.timing.cta_launch_cycles.value), run_cta=run_cta)
+    launch_cycles = float(gpu.timing.cta_launch_cycles.value)
+    sm_memo = memo and plan is not None and occ.ctas_per_sm > 1
+    if sm_memo:
+        sched = None
+        try:
+            coord = _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter,
+                                num_sms, occ.ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats)
+        except smclass.NotMemoisable as e:
+            res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
+                           flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=executor_factory,
+                           bank_model=bank_model, memory=memory_mode, memo=False, max_cycles=max_cycles)
+            res.extra.update(memo=True, sm_memo=f"off: {e}")
+            return res
+        except Exception as e:
+            orig = e.__cause__
+            if orig is not None and type(orig) is type(e):
+                raise orig.with_traceback(orig.__traceback__) from None
+            raise
+        cycles = int(coord.end)
+        for cls in coord.classes:
+            w = len(cls.members)
+            for m in cls.members:
+                sms[m] = cls.sm
+            for slot, st, inflight in cls.runs:
+                agg.add_stats(st, cls.label, slot, tr, weight=w)
+                if tr is not None and inflight:
+                    agg.add_inflight(inflight, cls.label, tr)
+        sched = _DONE
+    else:
+        sched = CtaScheduler(env, num_sms=num_sms, ctas_per_sm=occ.ctas_per_sm, num_ctas=num_ctas,
+                             launch_cycles=launch_cycles, run_cta=run_cta)
     try:
-        if max_cycles is not None:
+        if sched is _DONE:
+            pass
+        elif max_cycles is not None:
             env.run(until=env.any_of([sched.done, env.timeout(max_cycles)]))
             if not sched.done.triggered:
                 raise SimulationLimit(max_cycles, live)
@@ -205,14 +235,16 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             raise
         run = min(live, key=lambda r: r.ex.cta_linear)
         raise run.ex.deadlock_error() from None
-    cycles = int(env.now)
+    if sched is not _DONE:
+        cycles = int(env.now)
 
     links = [sm.memory for sm in sms.values()] if partitioned else [memory]
     busy = _busy(sms, links, cycles)
     flops = sum(sm.tensor.flops for sm in sms.values())
     if tr is not None:
-        _trace_units(tr, sms, memory, num_sms)
-        for sm_id, sm in sms.items():
+        traced = {sm.sm_id: sm for sm in sms.values()}  # SM classes: one SM per class
+        _trace_units(tr, traced, memory, num_sms)
+        for sm_id, sm in traced.items():
             if sm.memory is not memory:
                 tr.add_pipe(sm_id, 14, sm.memory.l2_pipe)
                 tr.add_pipe(sm_id, 15, sm.memory.hbm_pipe)
@@ -232,6 +264,58 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                "memo": bool(memo), "tile_plan": plan is not None, **stats},
         trace=tr, machine=gmem,
     )
+
+
+_DONE = object()  # the SM classes ran the grid (no CtaScheduler)
+
+
+def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter, num_sms,
+                ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats):
+    """Run the grid as SM classes (smclass.py); return the Coordinator (.classes, .end)."""
+    n_links = min(num_sms, num_ctas)
+    kinds: dict = {}  # hit vector -> class id
+    hits_of: list = []
+
+    def classify(cta):
+        hits = dispatch.classify(cta, dispatch.tiles(cta))
+        key = tuple(hits.values())
+        kid = kinds.get(key)
+        if kid is None:
+            kid = kinds[key] = len(hits_of)
+            hits_of.append(hits)
+        return kid
+
+    def make_sm(label):
+        link = memo_mod.PartitionedLink(gpu, memory.residency, n_links, label, trace=trace, jitter=jitter)
+        return SM(gpu, label, link, trace=trace, jitter=jitter)
+
+    def make_run(env, sm, cta, kid):
+        return CtaRun(env, sm, executor_factory(cta), consts, trace=trace, wavefronts=wavefronts, hits=hits_of[kid])
+
+    def after_run(run, cta, replay):
+        stats["detailed_ctas"] += 1
+        stats["replayed_ctas"] += bool(replay)
+        if run.sm.memory.lookups:
+            raise smclass.NotMemoisable("an ld.global looks up the L2 residency at request time")
+        tiles = dispatch.tiles(cta)
+        if run.tiles != [[(h, co) for h, co, _ in row] for row in tiles]:
+            raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
+                              "simulate with memory='shared'")
+
+    def limit_hit(live):
+        raise SimulationLimit(max_cycles, live)
+
+    stats["replayed_ctas"] = 0
+    coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
+                                launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
+                                after_run=after_run, classify=classify, max_cycles=max_cycles,
+                                limit_hit=limit_hit)
+    coord.end = coord.run()
+    stats["sm_classes"] = len(coord.classes)
+    stats["class_splits"] = coord.splits
+    stats["hit_classes"] = len(hits_of)
+    stats["memo_hits"] = num_ctas - (stats["detailed_ctas"] - stats["replayed_ctas"])
+    return coord
 
 
 class SimulationLimit(HopsimError):
@@ -262,16 +346,24 @@ class _Aggregate:
                 tr.name_thread(sm_id, tracks[track], track)
                 tr.slice(sm_id, tracks[track], name, a, b)
 
-    def add_stats(self, warp_stats, sm_id: int = 0, slot: int = 0, tr: Trace | None = None) -> None:
+    def add_inflight(self, inflight, sm_id: int, tr: Trace) -> None:
+        tracks = {"TMA in flight": 16, "wgmma in flight": 17}
+        for a, b, name, track in inflight:
+            tr.name_thread(sm_id, tracks[track], track)
+            tr.slice(sm_id, tracks[track], name, a, b)
+
+    def add_stats(self, warp_stats, sm_id: int = 0, slot: int = 0, tr: Trace | None = None,
+                  weight: int = 1) -> None:
+        """Fold one CTA's warp statistics in, `weight` times (an SM class stands for its members)."""
         for st in warp_stats:
             r = self._roles.setdefault(st.role, {"warps": 0, "issue": 0.0, "wait": {}, "instructions": 0,
                                                  "lifetime": 0.0})
-            r["warps"] += 1
-            r["issue"] += st.issue
-            r["instructions"] += st.instructions
-            r["lifetime"] += st.end - st.start
+            r["warps"] += weight
+            r["issue"] += st.issue * weight
+            r["instructions"] += st.instructions * weight
+            r["lifetime"] += (st.end - st.start) * weight
             for k, v in st.wait.items():
-                r["wait"][k] = r["wait"].get(k, 0.0) + v
+                r["wait"][k] = r["wait"].get(k, 0.0) + v * weight
             if tr is not None and st.slices:
                 tid = 100 + slot * 64 + st.warp
                 tr.name_thread(sm_id, tid, f"CTA{st.cta}.warp{st.warp} ({st.role})")
