@@ -20,7 +20,7 @@ Knobs (same meaning in the IR kernel and the CUDA kernel):
                  R >= tile extent clamps to one box per swizzle column per operand per stage
   swizzle        "32B" | "64B" | "128B" (TMA swizzle = wgmma layout type; box width 16/32/64)
   variant        "single": one warpgroup loads (one elected thread) and computes;
-                 "ws": warp-specialized, producer warpgroup + `consumers` consumer warpgroups
+                 "ws" (or "warp-specialized"): warp-specialized, producer warpgroup + `consumers` consumer warpgroups
   consumers      1 | 2 consumer warpgroups (ws only; 2 split bm in halves)
   ctas_per_sm    "auto" (occupancy from resources) | 1 (extra dynamic smem forces one CTA/SM)
   epilogue       "direct" (registers -> global) | "stmatrix" (swizzled smem slab, 16-B stores)
@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import numbers
 from dataclasses import dataclass
 
 from isa.errors import InputError
@@ -47,6 +48,8 @@ EPI_SLAB_BYTES = 16 * 64 * 2  # stmatrix epilogue: one warp stages 16 rows x 64 
 MAX_ACC_REGS = 128  # accumulator registers per thread we allow (255 max; the rest for addresses)
 SWIZZLE_BYTES = {"32B": 32, "64B": 64, "128B": 128}
 BOX_ROWS = (8, 16, 32, 64, 128, 256)
+INT_FIELDS = ("m", "n", "k", "bm", "bn", "bk", "stages", "box_rows", "consumers", "group_m")
+VARIANT_ALIASES = {"warp-specialized": "ws", "warp_specialized": "ws"}  # issue 4 calls ws so
 ELEM_BYTES = 2
 
 
@@ -80,6 +83,14 @@ class GemmParams:
 
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:
+        for f in INT_FIELDS:
+            v = getattr(self, f)
+            _need(isinstance(v, numbers.Integral) and not isinstance(v, bool), f, v, "an integer")
+            object.__setattr__(self, f, int(v))  # numpy integers become plain ints (hash, JSON)
+        # the issue's spellings: variant "warp-specialized", ctas_per_sm "1" (as on the command line)
+        object.__setattr__(self, "variant", VARIANT_ALIASES.get(self.variant, self.variant))
+        if self.ctas_per_sm == "1":
+            object.__setattr__(self, "ctas_per_sm", 1)
         _need(self.dtype in ("f16", "bf16"), "dtype", self.dtype, "one of f16, bf16")
         _need(self.accum in ("f32", "f16"), "accum", self.accum, "one of f32, f16")
         _need(not (self.accum == "f16" and self.dtype != "f16"), "accum", self.accum,
@@ -97,7 +108,8 @@ class GemmParams:
         _need(self.box_rows in BOX_ROWS, "box_rows", self.box_rows,
               "one of 8, 16, 32, 64, 128, 256 (a multiple of the 8-row swizzle atom, <= 256 "
               "TMA box limit; values above a tile extent are clamped to it)")
-        _need(self.variant in ("single", "ws"), "variant", self.variant, "one of single, ws")
+        _need(self.variant in ("single", "ws"), "variant", self.variant,
+              "one of single, ws (warp-specialized)")
         _need(self.consumers in (1, 2), "consumers", self.consumers, "1 or 2")
         _need(not (self.variant == "single" and self.consumers != 1), "consumers", self.consumers,
               "1 for variant single (one warpgroup does everything)")
@@ -111,8 +123,8 @@ class GemmParams:
         _need(1 <= self.stages <= 8, "stages", self.stages, "1..8")
         _need(self.acc_regs <= MAX_ACC_REGS, "bn", self.bn,
               f"a tile whose accumulators fit {MAX_ACC_REGS} registers/thread; this one needs "
-              f"{self.acc_regs} ({self.m64_per_consumer} x m64n{self.bn} {self.accum}); use 2 "
-              "consumer warpgroups (ws), a smaller tile or f16 accumulators")
+              f"{self.acc_regs} ({self.m64_per_consumer} x m64n{self.bn} {self.accum}); "
+              f"{self._acc_remedies()}")
         need = self.smem_footprint_bytes
         if need > SMEM_PER_CTA_MAX_BYTES:
             fit = self.max_stages_that_fit
@@ -120,6 +132,22 @@ class GemmParams:
                              f"<= {fit} for this tile: {self.stages} stages need {need} B of shared "
                              f"memory per CTA, more than the {SMEM_PER_CTA_MAX_BYTES} B (227 KB) "
                              "an sm90 CTA can have", where=WHERE)
+
+    def _acc_remedies(self) -> str:
+        """The changes that would make the accumulators fit (only those that do)."""
+        def regs(consumers: int, accum: str, bm: int, bn: int) -> int:
+            return bm // 64 // consumers * (bn // 2 if accum == "f32" else bn // 4)
+        out = []
+        if self.num_consumer_warpgroups == 1 and self.bm >= 128 and regs(2, self.accum, self.bm, self.bn) <= MAX_ACC_REGS:
+            out.append("2 consumer warpgroups (variant ws, consumers 2)")
+        if self.accum == "f32" and self.dtype == "f16" \
+                and regs(self.num_consumer_warpgroups, "f16", self.bm, self.bn) <= MAX_ACC_REGS:
+            out.append("f16 accumulators")
+        if self.accum == "f32" and self.dtype == "f16" and self.num_consumer_warpgroups == 1 and self.bm >= 128 \
+                and not out and regs(2, "f16", self.bm, self.bn) <= MAX_ACC_REGS:
+            out.append("2 consumer warpgroups with f16 accumulators")
+        out.append("a smaller tile")
+        return "use " + ", or ".join(out)
 
     # ------------------------------------------------------------------ derived
     @property

@@ -44,6 +44,38 @@ def test_rejects_with_field_and_reason(field, value, words):
     assert words in str(e.value)
 
 
+@pytest.mark.parametrize("field,value", [
+    ("stages", "4"), ("stages", 2.0), ("m", "256"), ("bm", 128.0), ("consumers", True), ("box_rows", None),
+])
+def test_integer_knobs_must_be_integers(field, value):
+    """A Python caller gets InputError naming the knob (never a TypeError from a comparison)."""
+    with pytest.raises(InputError) as e:
+        GemmParams(**{field: value})
+    assert e.value.field == field and "an integer" in str(e.value)
+
+
+def test_issue_spellings_mean_the_same_configuration():
+    # issue 4 names the variant "warp-specialized"; the command line passes "1" for ctas_per_sm
+    assert GemmParams(variant="warp-specialized") == GemmParams(variant="ws")
+    assert GemmParams(ctas_per_sm="1") == GemmParams(ctas_per_sm=1)
+    assert GemmParams(variant="warp-specialized").tag == GemmParams(variant="ws").tag
+
+
+def test_accumulator_remedies_named_only_where_they_fit():
+    # 256x256 f32 in 2 consumer warpgroups is still 2 x m64n256 = 256 registers: ws alone does not fit
+    with pytest.raises(InputError) as e:
+        GemmParams(bm=256, bn=256, variant="ws", consumers=2)
+    assert "consumers 2" not in str(e.value) and "f16 accumulators" in str(e.value)
+    with pytest.raises(InputError) as e:  # bf16: no f16 accumulators either, only a smaller tile
+        GemmParams(bm=256, bn=256, variant="ws", consumers=2, dtype="bf16")
+    assert "f16 accumulators" not in str(e.value) and "smaller tile" in str(e.value)
+    with pytest.raises(InputError) as e:  # 128x256 single: 2 consumers (128 regs) or f16 (128 regs) both fit
+        GemmParams(bm=128, bn=256)
+    assert "consumers 2" in str(e.value) and "f16 accumulators" in str(e.value)
+    GemmParams(bm=128, bn=256, variant="ws", consumers=2, stages=3)
+    GemmParams(bm=128, bn=256, accum="f16", stages=3)
+
+
 def test_f16_accumulator_needs_f16_inputs():
     GemmParams(dtype="f16", accum="f16")
     with pytest.raises(InputError, match="only for f16 inputs"):
