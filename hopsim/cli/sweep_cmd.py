@@ -130,6 +130,33 @@ def _match(rows: list[dict], records: list[dict], y: str) -> list[dict]:
     return hw_rows
 
 
+def _nearest_hint(rows: list[dict], records: list[dict], y: str) -> str:
+    """For points without a record: the knobs in which the nearest record differs (so that a
+    sweep that matched nothing says which flags to set, e.g. --epilogue stmatrix)."""
+    missing = [r for r in rows if f"hw_{y}" not in r and not r.get("error")]
+    if not missing or not records:
+        return ""
+    diffs: dict = {}
+    for row in missing:
+        best = min(records, key=lambda rec: sum(row.get(k) != v for k, v in rec["params"].items()))
+        for k, v in best["params"].items():
+            if row.get(k) != v:
+                diffs.setdefault(k, set()).add(str(v))
+    if not diffs:
+        return ""
+    flags = ", ".join(f"--{sweep.knob(k).flag if _is_knob(k) else k} {'/'.join(sorted(v))}"
+                      for k, v in sorted(diffs.items()))
+    return f"; the nearest records of the others differ in {flags}"
+
+
+def _is_knob(name: str) -> bool:
+    try:
+        sweep.knob(name)
+        return True
+    except InputError:
+        return False
+
+
 def _fmt(v) -> str:
     if v is None:
         return "-"
@@ -205,8 +232,8 @@ def run(args) -> int:
         rows[i] = {**points[i], "error": msg}
     hw_rows = _match(rows, records, args.y) if records is not None else []
     if records is not None:
-        print(f"hopsim sweep: {len(hw_rows)} of {len(rows)} points have an H100 record",
-              file=sys.stderr)
+        print(f"hopsim sweep: {len(hw_rows)} of {len(rows)} points have an H100 record"
+              + _nearest_hint(rows, records, args.y), file=sys.stderr)
     if args.out:
         sweep.write_rows(rows, args.out)
     if args.plot:
