@@ -15,6 +15,9 @@ Source of the instruction stream:
               `kernels.gemm_ir.build(GemmParams)` and the layouts modules exist), timing-only;
   "scripted"  tests/timing/scripted.py's executor stand-in with the same per-k-block effects
               (measures the timing engine alone, without the executor's own cost).
+  "gemm"      the `simulate gemm` job's kernel (kernels/gemm.py, `single` variant) through
+              hopsim.gemm_sim.simulate_gemm (fast mode) with 2 and 3 CTAs per SM (stages 2, 3), the
+              case of the SM-level memo (hopsim/timing/smclass.py); cases GEMM_CASES below.
 Large grids use memory="partitioned", memo=True (hopsim/timing/memo.py). Peak RSS is reported.
 """
 
@@ -101,16 +104,40 @@ CASES = {
 }
 SOURCES = {"ir": run_ir_case, "scripted": run_case}
 
+# the `single` variant of kernels/gemm.py, 128x128x64 tiles: stages 2 -> 3 CTAs/SM, 3 -> 2 CTAs/SM
+GEMM_CASES = {
+    "single_4096_s2_r128": (dict(m=4096, n=4096, k=4096, stages=2, box_rows=128), 10.0),
+    "single_4096_s2_r8": (dict(m=4096, n=4096, k=4096, stages=2, box_rows=8), 10.0),
+    "single_4096_s3_r128": (dict(m=4096, n=4096, k=4096, stages=3, box_rows=128), 10.0),
+    "single_4096_s3_r8": (dict(m=4096, n=4096, k=4096, stages=3, box_rows=8), 10.0),
+    "single_8192x8192x4096_s2_r128": (dict(m=8192, n=8192, k=4096, stages=2, box_rows=128), 60.0),
+}
+
+
+def run_gemm_case(knobs: dict):
+    from hopsim.gemm_sim import simulate_gemm
+    from kernels.params import GemmParams
+    t0 = time.perf_counter()
+    run = simulate_gemm(GemmParams(**knobs), load_gpu(), mode="fast")
+    return time.perf_counter() - t0, run.result
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--only", choices=sorted(CASES))
-    ap.add_argument("--source", choices=sorted(SOURCES), action="append",
+    ap.add_argument("--only", choices=sorted(CASES) + sorted(GEMM_CASES))
+    ap.add_argument("--source", choices=sorted(SOURCES) + ["gemm"], action="append",
                     help="instruction stream source (repeatable; default: ir and scripted)")
     args = ap.parse_args(argv)
     rows = []
     for source in args.source or ["ir", "scripted"]:
+        if source == "gemm":
+            for name, (knobs, target) in GEMM_CASES.items():
+                if args.only and name != args.only:
+                    continue
+                wall, r = run_gemm_case(knobs)
+                rows.append(_row(name, source, target, wall, r))
+            continue
         run_ir_case(128, 128, 128, memo=False) if source == "ir" else run_case(128, 128, 128, memo=False)  # warm-up
         for name, (fn, target) in CASES.items():
             if args.only and name != args.only:
@@ -125,7 +152,8 @@ def main(argv=None) -> int:
             print(f"{row['source']:8s} {row['case']:16s} {row['wall_s']:7.2f} s (target {row['target_s']} s, "
                   f"{'ok' if row['ok'] else 'SLOW'}) sim {row['sim_cycles']} cycles, {row['sim_tflops']} TFLOP/s, "
                   f"{row['ctas']} CTAs, {row['waves']} waves, detailed {row['detailed_ctas']}, memo hits "
-                  f"{row['memo_hits']}, peak RSS {row['peak_rss_mb']} MB")
+                  f"{row['memo_hits']}, {row['ctas_per_sm']} CTAs/SM, SM classes {row['sm_classes']}, "
+                  f"peak RSS {row['peak_rss_mb']} MB")
     return 0
 
 
@@ -135,6 +163,8 @@ def _row(name, source, target, wall, r):
             "ok": wall < target, "sim_cycles": r.cycles, "sim_tflops": round(r.tflops, 1),
             "ctas": r.ctas, "waves": r.waves, "detailed_ctas": r.extra.get("detailed_ctas"),
             "memo_hits": r.extra.get("memo_hits"), "tile_plan": r.extra.get("tile_plan"),
+            "ctas_per_sm": r.ctas_per_sm, "sm_classes": r.extra.get("sm_classes"),
+            "replayed_ctas": r.extra.get("replayed_ctas"),
             "peak_rss_mb": round(rss_mb)}
 
 

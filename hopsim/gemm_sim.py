@@ -14,11 +14,12 @@ Two modes, chosen by `mode=`:
              link for the chip; slow (functional execution of every instruction); for `check=True`.
     "auto"   (default) "full" when check=True, else "fast".
 
-Memoisation needs one CTA per SM; when the occupancy allows more, fast mode drops memo (still
-timing only and partitioned) and says so in `run.notes`.
+With one CTA per SM, CTAs are memoised (memo.py); with more, SMs of equal history share one
+detailed simulation (hopsim/timing/smclass.py); both exact against the same mode without memo. A
+kernel the SM-level memo cannot take (an ld.global) is simulated CTA by CTA, noted in `run.notes`.
 
 `simulate_point(point) -> dict` is the sweep function (`hopsim sweep`, hopsim/sweep.py): a point is
-a dict of `GemmParams` fields plus `gpu`; it returns cycles, time_ms, tflops, ctas_per_sm, waves and
+a dict of `GemmParams` fields plus `gpu` and optionally `sm_clock_mhz` (the SM clock to simulate at); it returns cycles, time_ms, tflops, ctas_per_sm, waves and
 the stall breakdown as flat columns.
 """
 
@@ -122,8 +123,8 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
                    max_cycles=max_cycles, **kw)
     wall = time.perf_counter() - t0
     run = GemmRun(params, res, mode, wall, notes)
-    if mode == "fast" and res.ctas_per_sm != 1:
-        notes.append(f"{res.ctas_per_sm} CTAs per SM: CTA memoisation off (it needs one CTA per SM)")
+    if mode == "fast" and str(res.extra.get("sm_memo", "")).startswith("off"):
+        notes.append(f"{res.ctas_per_sm} CTAs per SM: SM-level memoisation {res.extra['sm_memo']}")
     if check:
         c = read_result(gmem, params).astype(np.float64)
         ref = reference(a, b, params)
@@ -144,7 +145,7 @@ _POINT_KEYS = {f.name for f in dataclasses.fields(GemmParams)}
 
 def params_of(point: dict) -> GemmParams:
     """GemmParams from a sweep point (unknown keys other than `gpu` are an error)."""
-    d = {k: v for k, v in point.items() if k != "gpu"}
+    d = {k: v for k, v in point.items() if k not in ("gpu", "sm_clock_mhz")}
     return GemmParams.from_dict(d)
 
 
@@ -167,5 +168,5 @@ def simulate_point(point: dict) -> dict:
     """Sweep function: simulate the GEMM configuration `point` (fast mode) -> flat result row."""
     from hopsim.config import load_gpu
 
-    gpu = load_gpu(point.get("gpu") or "h100_sxm")
+    gpu = load_gpu(point.get("gpu") or "h100_sxm").at_clock(point.get("sm_clock_mhz"))
     return flat_row(simulate_gemm(params_of(point), gpu))

@@ -71,8 +71,9 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     memory: "shared" (default: one FIFO L2 link and one HBM link for the chip, L2 residency looked
     up when a request reaches memory) or "partitioned" (each SM owns 1/num_sms of both links; L2
     residency of a CTA's TMA tiles decided when it is dispatched; see memory.SmLink, memo.py).
-    memo: replay CTAs whose inputs to timing equal an already simulated CTA's (memo.py); needs
-    values=False, memory="partitioned", one CTA per SM and no jitter, else it is refused.
+    memo: replay CTAs whose inputs to timing equal an already simulated CTA's (memo.py; with 2+
+    CTAs per SM: SMs of equal history share one simulation, smclass.py); needs values=False,
+    memory="partitioned" and no jitter, else it is refused.
     max_cycles: stop with a `SimulationLimit` error naming the running warps if the launch is not
     done by then (a livelock, e.g. a test_wait spin on a phase that never completes).
     """
@@ -306,6 +307,7 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
         raise SimulationLimit(max_cycles, live)
 
     stats["replayed_ctas"] = 0
+    stats["sm_memo"] = "on"
     coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
                                 launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
                                 after_run=after_run, classify=classify, max_cycles=max_cycles,
