@@ -399,13 +399,13 @@ def plot_sweep(rows: Sequence[dict], knob: str, path: str | os.PathLike, y: str 
     keys = list(groups) + [k for k in hw_groups if k not in groups]
     for i, key in enumerate(keys):
         c = colors[i % len(colors)]
-        label = ", ".join(f"{k}={v}" for k, v in key) or "simulated"
-        for rs, style, suffix in ((groups.get(key, []), "-o", "sim"),
-                                  (hw_groups.get(key, []), "--x", compare_label)):
+        label = ", ".join(f"{k}={v}" for k, v in key)
+        for rs, style, suffix in ((groups.get(key, []), "-o", "simulated"),
+                                  (hw_groups.get(key, []), "--x", f"{compare_label} measured")):
             if not rs:
                 continue
             pts = sorted(zip(xs(rs), [float(r[y]) for r in rs]))
-            lab = f"{label} ({suffix})" if compare else label
+            lab = (f"{label} ({suffix})" if label else suffix) if compare else (label or suffix)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=c, label=lab,
                     markersize=6 if suffix == "sim" else 8)
     if not numeric:
@@ -413,7 +413,7 @@ def plot_sweep(rows: Sequence[dict], knob: str, path: str | os.PathLike, y: str 
     elif pos and all(float(v).is_integer() for v in pos.values()) and len(pos) <= 16:
         ax.set_xticks(sorted(set(pos.values())))
     ax.set_xlabel(knob)
-    ax.set_ylabel(y)
+    ax.set_ylabel({"time_ms": "time (ms)", "tflops": "TFLOP/s", "cycles": "SM cycles"}.get(y, y))
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.set_title(title or f"{y} against {knob}" + (f" (sim solid, {compare_label} dashed)"
