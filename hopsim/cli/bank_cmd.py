@@ -4,6 +4,8 @@ Reads the warp-access trace (JSON Lines, ../shared/formats/warp-access-trace.md)
 line with `op` and 32 `addrs` (null = inactive lane), optional `name` and any extra fields. Writes
 one JSON line per input line: the input fields echoed, plus `wavefronts` (Nsight's SASS wavefront
 counter on an H100) and `bank_conflicts` (l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum).
+An input line that already has `wavefronts` / `bank_conflicts` (a measured record) keeps them as
+`input_wavefronts` / `input_bank_conflicts`, and `--summary` says how many the model reproduces.
 Every line is validated before anything is printed: on bad input, stdout stays empty, one line on
 stderr names the line number and the field, exit status 2. With `--summary` a per-op table follows
 on stderr (stdout stays JSON Lines).
@@ -20,6 +22,9 @@ import numpy as np
 
 from hopsim.functional.banks import OPS, _check_batch, op_spec, to_lane_array, wavefronts_batch
 from isa.errors import InputError
+
+COUNT_KEYS = ("wavefronts", "bank_conflicts")
+INPUT_PREFIX = "input_"  # an input line's own counts are echoed as input_wavefronts, input_bank_conflicts
 
 EXAMPLE = """examples:
   python3 -m validation.bank_patterns > patterns.jsonl     # the 600+ patterns measured on an H100
@@ -90,7 +95,9 @@ def run(args) -> int:
         bc[idx] = c
     out = sys.stdout
     for i, (_, obj, _) in enumerate(items):
-        rec = dict(obj)
+        rec = {}
+        for k, v in obj.items():  # counts already in the input (e.g. a measured record) are kept
+            rec[INPUT_PREFIX + k if k in COUNT_KEYS else k] = v
         rec["wavefronts"] = int(wf[i])
         rec["bank_conflicts"] = int(bc[i])
         out.write(json.dumps(rec) + "\n")
@@ -98,6 +105,16 @@ def run(args) -> int:
     if args.summary:
         _summary(items, wf, bc, by_op)
     return 0
+
+
+def _agreement(items, wf, bc) -> tuple[int, int]:
+    """(lines that carry both input counts, of those how many the model reproduces exactly)."""
+    given = same = 0
+    for i, (_, obj, _) in enumerate(items):
+        if all(k in obj for k in COUNT_KEYS):
+            given += 1
+            same += (obj["wavefronts"], obj["bank_conflicts"]) == (int(wf[i]), int(bc[i]))
+    return given, same
 
 
 def _summary(items, wf, bc, by_op) -> None:
@@ -110,3 +127,7 @@ def _summary(items, wf, bc, by_op) -> None:
         err.write(f"{op:20s} {len(idx):9d} {int(w.sum()):11d} {int(c.sum()):10d} {w.mean():10.2f} "
                   f"{int((c == 0).sum()):14d}\n")
     err.write(f"{'total':20s} {len(items):9d} {int(wf.sum()):11d} {int(bc.sum()):10d}\n")
+    given, same = _agreement(items, wf, bc)
+    if given:
+        err.write(f"input counts: {same} of {given} accesses that carry wavefronts and bank_conflicts "
+                  "are reproduced exactly\n")

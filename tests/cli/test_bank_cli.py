@@ -42,6 +42,36 @@ def test_summary_goes_to_stderr(capsys, monkeypatch):
     assert "ld.shared.b32" in err and "total" in err
 
 
+def test_input_counts_are_kept_and_compared(capsys, monkeypatch):
+    """A line that carries its own counts (a measured record) keeps them as input_*; the model's
+    counts are the ones under `wavefronts` / `bank_conflicts`."""
+    lines = [{"name": "claimed", "op": "ld.shared.b32", "addrs": ROW, "wavefronts": 99, "bank_conflicts": 7},
+             {"name": "plain", "op": "ld.shared.b32", "addrs": ROW}]
+    rc, out, err = _run(capsys, monkeypatch, "\n".join(json.dumps(x) for x in lines), "--summary")
+    assert rc == 0
+    rec, plain = (json.loads(x) for x in out.splitlines())
+    # 32 consecutive words: one wavefront, no conflict (32 banks of 4 B)
+    assert (rec["input_wavefronts"], rec["input_bank_conflicts"]) == (99, 7)
+    assert (rec["wavefronts"], rec["bank_conflicts"]) == (1, 0)
+    assert "input_wavefronts" not in plain
+    assert "0 of 1 accesses" in err
+
+
+def test_h100_records_through_the_cli(capsys, monkeypatch):
+    """Every committed ncu record line fed as a trace: the CLI reproduces all measured counts."""
+    from validation.provenance import load_records
+
+    pats = [p for r in load_records("bank_conflicts") for p in r["patterns"]]
+    text = "\n".join(json.dumps({k: p[k] for k in ("name", "op", "addrs", "wavefronts", "bank_conflicts")})
+                     for p in pats)
+    rc, out, err = _run(capsys, monkeypatch, text, "--summary")
+    assert rc == 0 and len(pats) >= 600
+    assert f"{len(pats)} of {len(pats)} accesses" in err
+    for line in out.splitlines():
+        r = json.loads(line)
+        assert (r["wavefronts"], r["bank_conflicts"]) == (r["input_wavefronts"], r["input_bank_conflicts"]), r["name"]
+
+
 @pytest.mark.parametrize("second,needle", [
     ("not json", "line 2: json"),
     (json.dumps({"op": "ld.shared.b128", "addrs": ROW}), "line 2: op="),
