@@ -19,7 +19,7 @@ detailed simulation (hopsim/timing/smclass.py); both exact against the same mode
 kernel the SM-level memo cannot take (an ld.global) is simulated CTA by CTA, noted in `run.notes`.
 
 `simulate_point(point) -> dict` is the sweep function (`hopsim sweep`, hopsim/sweep.py): a point is
-a dict of `GemmParams` fields plus `gpu`; it returns cycles, time_ms, tflops, ctas_per_sm, waves and
+a dict of `GemmParams` fields plus `gpu` and optionally `sm_clock_mhz` (the SM clock to simulate at); it returns cycles, time_ms, tflops, ctas_per_sm, waves and
 the stall breakdown as flat columns.
 """
 
@@ -145,7 +145,7 @@ _POINT_KEYS = {f.name for f in dataclasses.fields(GemmParams)}
 
 def params_of(point: dict) -> GemmParams:
     """GemmParams from a sweep point (unknown keys other than `gpu` are an error)."""
-    d = {k: v for k, v in point.items() if k != "gpu"}
+    d = {k: v for k, v in point.items() if k not in ("gpu", "sm_clock_mhz")}
     return GemmParams.from_dict(d)
 
 
@@ -168,5 +168,5 @@ def simulate_point(point: dict) -> dict:
     """Sweep function: simulate the GEMM configuration `point` (fast mode) -> flat result row."""
     from hopsim.config import load_gpu
 
-    gpu = load_gpu(point.get("gpu") or "h100_sxm")
+    gpu = load_gpu(point.get("gpu") or "h100_sxm").at_clock(point.get("sm_clock_mhz"))
     return flat_row(simulate_gemm(params_of(point), gpu))

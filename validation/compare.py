@@ -255,6 +255,7 @@ class MicroRow:
     simulated: float
     unit: str = "cycles"
     tolerance: float = MICRO_TOLERANCE
+    calibration: bool = False  # a calibrated number was read from this row (reproduced, not validated)
 
     @property
     def error_pct(self) -> float:

@@ -28,10 +28,43 @@ class GpuConfig(BaseModel):
     name: str
     spec: H100Spec
     timing: H100Timing
+    #: The SM clock this run is simulated at (MHz); None: the spec's maximum `spec.clock_mhz`.
+    #: A run condition, not a hardware constant: under heavy tensor load the H100 lowers its SM
+    #: clock (power management, not modelled), while L2 and HBM keep their own clocks, so memory
+    #: bandwidth per SM cycle grows as the SM clock falls. `validate compare` simulates each H100
+    #: record at the SM clock measured in that run.
+    sm_clock_mhz: float | None = None
+
+    @property
+    def clock_mhz(self) -> float:
+        """The SM clock of this run (MHz)."""
+        return float(self.sm_clock_mhz or self.spec.clock_mhz.value)
 
     @property
     def clock_hz(self) -> float:
-        return float(self.spec.clock_mhz.value) * 1e6
+        return self.clock_mhz * 1e6
+
+    @property
+    def l2_bytes_per_cycle(self) -> float:
+        """Whole-chip L2 -> SM bytes per SM cycle at this run's clock (`timing.l2_bytes_per_s`)."""
+        return float(self.timing.l2_bytes_per_s.value) / self.clock_hz
+
+    @property
+    def hbm_bytes_per_cycle(self) -> float:
+        """Whole-chip HBM -> L2 bytes per SM cycle at this run's clock (`timing.hbm_bytes_per_s`)."""
+        return float(self.timing.hbm_bytes_per_s.value) / self.clock_hz
+
+    @property
+    def l2_requests_per_cycle(self) -> float:
+        """Whole-chip L2 requests per SM cycle at this run's clock (`timing.l2_requests_per_s`)."""
+        return float(self.timing.l2_requests_per_s.value) / self.clock_hz
+
+    def at_clock(self, mhz: float | None) -> "GpuConfig":
+        """A copy simulated at SM clock `mhz` (None: the spec's maximum)."""
+        if mhz is not None and not (100 <= float(mhz) <= float(self.spec.clock_mhz.value) * 1.05):
+            raise InputError("sm_clock_mhz", mhz, f"100..{float(self.spec.clock_mhz.value):.0f} MHz "
+                             "(the SM clock of the run; at most the spec's maximum)")
+        return self.model_copy(update={"sm_clock_mhz": None if mhz is None else float(mhz)})
 
     def cycles_to_ms(self, cycles: float) -> float:
         return cycles / self.clock_hz * 1e3

@@ -7,9 +7,12 @@ Model (what it does):
   inserts it (first touch brings it in), evicting least-recently-used tiles beyond capacity. A
   store makes its tile resident (write-back L2). So a tile of A that the CTAs of one row of the
   grid re-read is fetched from HBM once and then hits, as on silicon while it stays in L2.
-- **Bandwidth**: two chip-wide FIFO `Pipe`s, L2 -> SM (`timing.l2_bytes_per_cycle`) and HBM -> L2
-  (`timing.hbm_bytes_per_cycle`). A hit moves its bytes over the L2 pipe; a miss over the HBM pipe
+- **Bandwidth**: two chip-wide FIFO `Pipe`s, L2 -> SM (`timing.l2_bytes_per_s`) and HBM -> L2
+  (`timing.hbm_bytes_per_s`), converted to bytes per SM cycle at the run's SM clock
+  (`GpuConfig.clock_mhz`: L2 and HBM have clocks of their own). A hit moves its bytes over the L2 pipe; a miss over the HBM pipe
   and then the L2 pipe.
+- **Requests**: the L2 also has a request rate (`timing.l2_requests_per_s`); a TMA box makes one
+  request per row, so narrow boxes (32B/64B swizzle) are request-bound, wide ones byte-bound.
 - **Latency**: a hit completes `timing.gmem_l2_latency_cycles` after its bytes leave the L2 pipe;
   a miss `timing.gmem_hbm_latency_cycles` (which includes the L2 traversal) after they leave the
   HBM pipe and the L2 pipe.
@@ -89,8 +92,9 @@ class MemorySystem:
         t = gpu.timing
         self.l2_latency = float(t.gmem_l2_latency_cycles.value)
         self.hbm_latency = float(t.gmem_hbm_latency_cycles.value)
-        self.l2_bw = float(t.l2_bytes_per_cycle.value)
-        self.hbm_bw = float(t.hbm_bytes_per_cycle.value)
+        self.l2_bw = gpu.l2_bytes_per_cycle  # bytes/s at the run's SM clock (config)
+        self.hbm_bw = gpu.hbm_bytes_per_cycle
+        self.l2_req = gpu.l2_requests_per_cycle
         self.l2_pipe = Pipe("L2->SM", trace)
         self.hbm_pipe = Pipe("HBM->L2", trace)
         self.residency = L2Residency(int(gpu.spec.l2_bytes.value))
@@ -99,8 +103,14 @@ class MemorySystem:
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
         self.bytes_to_l2 = 0  # bytes stored
 
+    def _l2_service(self, nbytes: int, requests: int) -> float:
+        """L2 -> SM link time of a transfer: bytes or requests (one per TMA box row), the slower."""
+        t = nbytes / self.l2_bw
+        r = requests / self.l2_req
+        return r if r > t else t
+
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
-             hbm_share: float = 1.0) -> tuple[float, bool]:
+             hbm_share: float = 1.0, requests: int = 1) -> tuple[float, bool]:
         """Read a tile arriving at `arrival`; return (time its bytes reach the SM, hit?).
 
         `hit` given: the residency was decided at CTA dispatch (partitioned mode, memo.py); a
@@ -115,12 +125,12 @@ class MemorySystem:
                     arrival = ready
         if hit:
             self.bytes_from_l2 += nbytes
-            t = self.l2_pipe.reserve(arrival, nbytes / self.l2_bw, "hit")
+            t = self.l2_pipe.reserve(arrival, self._l2_service(nbytes, requests), "hit")
             return t + self.jitter(self.l2_latency), True
         self.bytes_from_hbm += nbytes * hbm_share
         t = self.hbm_pipe.reserve(arrival, nbytes * hbm_share / self.hbm_bw, "miss")
         res.set_ready(key, t + self.hbm_latency - self.l2_latency)
-        t = self.l2_pipe.reserve(t, nbytes / self.l2_bw, "miss")
+        t = self.l2_pipe.reserve(t, self._l2_service(nbytes, requests), "miss")
         return t + self.jitter(self.hbm_latency), False
 
     def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
@@ -148,5 +158,6 @@ class SmLink(MemorySystem):
         self.residency = residency
         self.l2_bw /= num_sms
         self.hbm_bw /= num_sms
+        self.l2_req /= num_sms
         self.l2_pipe.name = f"SM{sm_id}.L2 link"
         self.hbm_pipe.name = f"SM{sm_id}.HBM link"

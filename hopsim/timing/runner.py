@@ -111,7 +111,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     sms: dict[int, SM] = {}
     agg = _Aggregate(trace)
     live: set[CtaRun] = set()
-    tr = Trace(float(gpu.spec.clock_mhz.value)) if trace else None
+    tr = Trace(gpu.clock_mhz) if trace else None
 
     partitioned = memory_mode == "partitioned"
     plan = memo_mod.TilePlan.build(launch, plan_factory) if partitioned else None
@@ -250,7 +250,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                 tr.add_pipe(sm_id, 14, sm.memory.l2_pipe)
                 tr.add_pipe(sm_id, 15, sm.memory.hbm_pipe)
     return SimResult(
-        kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=float(gpu.spec.clock_mhz.value),
+        kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=gpu.clock_mhz,
         ctas=num_ctas, ctas_per_sm=occ.ctas_per_sm, limiting=occ.limiting,
         waves=waves(num_ctas, num_sms, occ.ctas_per_sm), sms_used=len(sms), roles=agg.roles(),
         busy=busy, bytes_l2=sum(m.bytes_from_l2 for m in links), bytes_hbm=int(round(sum(m.bytes_from_hbm for m in links))),

@@ -91,6 +91,7 @@ class _Consts:
         self.wgmma_issue = float(t.wgmma_issue_cycles.value)
         self.arrive = float(t.mbarrier_arrive_cycles.value)
         self.wakeup = float(t.mbarrier_wakeup_cycles.value)
+        self.tma_issue = float(t.tma_issue_cycles.value)
         self.bar_sync = float(t.bar_sync_cycles.value)
         self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
         self.banks = int(gpu.spec.smem_banks.value)
@@ -195,8 +196,12 @@ class CtaRun:
                 tl = self.tiles[w]
                 hit, share = (None, 1.0) if self.hits is None else self.hits[(w, len(tl))]
                 tl.append(eff.tile_key)
-                done = sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share)
+                done = sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share,
+                                   _requests(eff))
                 self._at(done, eff)
+                # the issuing thread is held per box (microbench__tma_latency: its clock64 advances
+                # tma_issue_cycles per cp.async.bulk.tensor); the SM's unit queues boxes (units.py)
+                resume, what = issued + c.tma_issue, "tma_issue"
                 if self.inflight is not None:
                     self.inflight.append((issued, done, f"TMA load in flight {_coords(eff.tile_key)}", "TMA in flight"))
             elif kind == Kind.WGMMA:
@@ -254,6 +259,14 @@ class CtaRun:
 
 
 _SMEM_KINDS = frozenset({Kind.LD_SHARED, Kind.ST_SHARED, Kind.LDMATRIX, Kind.STMATRIX})
+
+
+def _requests(eff) -> int:
+    """L2 requests of a TMA box: one per 128-B piece of each contiguous global run (a box row)."""
+    n = 0
+    for _addr, nbytes in eff.gmem_ranges:
+        n += -(-nbytes // 128)
+    return n * (eff.lanes or 1)
 
 
 def wait_name(key) -> str:

@@ -105,10 +105,12 @@ class TensorCores:
 
 
 class TmaUnit:
-    """One SM's TMA engine: a request queue, a per-box issue cost, L2/HBM, and the smem fill.
+    """One SM's TMA engine: a request queue, a per-box unit cost, L2/HBM, and the smem fill.
 
-    load:  issue stage (`tma_issue_cycles` per box, FIFO) -> MemorySystem.read (L2 hit or HBM miss,
-           shared by all SMs) -> smem fill (`tma_bytes_per_cycle`) -> + `tma_extra_latency_cycles`
+    load:  issue stage (`tma_unit_box_cycles` per box, FIFO; the issuing thread itself is held
+           `tma_issue_cycles` per box, in sm.py)
+           -> MemorySystem.read (L2 hit or HBM miss, one L2 request per box row) -> smem fill
+           (`tma_bytes_per_cycle`, at most one row per `tma_row_cycles`) -> + `tma_extra_latency_cycles`
            -> complete_tx on the mbarrier.
     store: issue stage -> smem read (`tma_bytes_per_cycle`; `.read` completion) -> L2 write
            (write completion).
@@ -118,8 +120,9 @@ class TmaUnit:
     def __init__(self, gpu, memory: MemorySystem, sm_id: int = 0, trace: bool = False,
                  jitter: Jitter | None = None):
         t = gpu.timing
-        self.issue_cycles = float(t.tma_issue_cycles.value)
+        self.issue_cycles = float(t.tma_unit_box_cycles.value)
         self.fill_bw = float(t.tma_bytes_per_cycle.value)
+        self.row_cycles = float(t.tma_row_cycles.value)
         self.extra_latency = float(t.tma_extra_latency_cycles.value)
         self.memory = memory
         self.issue_pipe = Pipe(f"SM{sm_id}.TMA", trace)
@@ -130,14 +133,18 @@ class TmaUnit:
         self.bytes_stored = 0
 
     def load(self, now: float, key: Hashable, nbytes: int, label: str = "", hit: bool | None = None,
-             hbm_share: float = 1.0) -> float:
+             hbm_share: float = 1.0, rows: int = 1) -> float:
         """One box global -> shared; return when its bytes are in shared memory.
-        `hit`, `hbm_share`: L2 residency decided at dispatch (partitioned mode), else looked up now."""
+        `hit`, `hbm_share`: L2 residency decided at dispatch (partitioned mode), else looked up now.
+        `rows`: the box's rows (contiguous global ranges), one L2 request each: the fill takes
+        `max(bytes / tma_bytes_per_cycle, rows * tma_row_cycles)`."""
         self.boxes += 1
         self.bytes_loaded += nbytes
         t = self.issue_pipe.reserve(now, self.issue_cycles, label)
-        t, _hit = self.memory.read(t, key, nbytes, hit, hbm_share)
-        t = self.fill_pipe.reserve(t, nbytes / self.fill_bw, label)
+        t, _hit = self.memory.read(t, key, nbytes, hit, hbm_share, rows)
+        fill = nbytes / self.fill_bw
+        gen = rows * self.row_cycles
+        t = self.fill_pipe.reserve(t, gen if gen > fill else fill, label)
         return t + self.jitter(self.extra_latency)
 
     def store(self, now: float, key: Hashable, nbytes: int, label: str = "") -> tuple[float, float]:

@@ -54,12 +54,12 @@ def test_memory_miss_then_hit_latency():
     t_miss, hit = mem.read(0, ("A", 0, 0), nbytes)
     assert not hit
     # HBM link, then L2->SM link, then the HBM (miss) latency
-    assert t_miss == pytest.approx(q(nbytes / T["hbm_bytes_per_cycle"]) + q(nbytes / T["l2_bytes_per_cycle"])
+    assert t_miss == pytest.approx(q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle)
                                    + T["gmem_hbm_latency_cycles"])
     t0 = 10_000
     t_hit, hit = mem.read(t0, ("A", 0, 0), nbytes)
     assert hit
-    assert t_hit == pytest.approx(t0 + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_l2_latency_cycles"])
+    assert t_hit == pytest.approx(t0 + q(nbytes / GPU.l2_bytes_per_cycle) + T["gmem_l2_latency_cycles"])
     assert mem.bytes_from_hbm == nbytes and mem.bytes_from_l2 == nbytes
 
 
@@ -69,7 +69,7 @@ def test_memory_bandwidth_shared_between_requests():
     ends = [mem.read(0, ("B", i), nbytes)[0] for i in range(n)]
     # n misses arriving together: the HBM link serialises them; the last leaves it after
     # n * bytes / hbm_bw, then crosses the (faster) L2 link and waits the miss latency.
-    expected_last = n * q(nbytes / T["hbm_bytes_per_cycle"]) + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_hbm_latency_cycles"]
+    expected_last = n * q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle) + T["gmem_hbm_latency_cycles"]
     assert max(ends) == pytest.approx(expected_last)
 
 
@@ -78,11 +78,33 @@ def test_tma_single_box_formula():
     tma = TmaUnit(GPU, mem)
     nbytes = 128 * 64 * 2  # a 128x64 bf16 box
     done = tma.load(0, ("A", 0, 0), nbytes)
-    expected = (T["tma_issue_cycles"]  # issue stage
-                + q(nbytes / T["hbm_bytes_per_cycle"]) + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_hbm_latency_cycles"]  # miss
+    expected = (T["tma_unit_box_cycles"]  # issue stage
+                + q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle) + T["gmem_hbm_latency_cycles"]  # miss
                 + q(nbytes / T["tma_bytes_per_cycle"])  # smem fill
                 + T["tma_extra_latency_cycles"])
     assert done == pytest.approx(expected)
+
+
+def test_tma_rows_bound_narrow_boxes_and_bytes_wide_ones():
+    """A box is request-bound when its rows are narrow, byte-bound when they are wide
+    (microbench__tma_width.json: 32-B rows stream at one row per cycle on one SM)."""
+    rows = 128
+    narrow = TmaUnit(GPU, MemorySystem(GPU))
+    wide = TmaUnit(GPU, MemorySystem(GPU))
+    n_narrow, n_wide = 32 * rows, 128 * rows
+    narrow.load(0, ("n", 0), n_narrow, hit=True, rows=rows)
+    wide.load(0, ("w", 0), n_wide, hit=True, rows=rows)
+    assert narrow.fill_pipe.busy == pytest.approx(q(max(n_narrow / T["tma_bytes_per_cycle"], rows * T["tma_row_cycles"])))
+    assert wide.fill_pipe.busy == pytest.approx(q(max(n_wide / T["tma_bytes_per_cycle"], rows * T["tma_row_cycles"])))
+    assert narrow.memory.l2_pipe.busy == pytest.approx(q(max(n_narrow / GPU.l2_bytes_per_cycle, rows / GPU.l2_requests_per_cycle)))
+
+
+def test_memory_bandwidth_per_cycle_follows_the_sm_clock():
+    """L2 and HBM keep their clocks: at a lower SM clock they move more bytes per SM cycle."""
+    slow = GPU.at_clock(990)
+    assert slow.l2_bytes_per_cycle == pytest.approx(2 * GPU.l2_bytes_per_cycle)
+    assert slow.hbm_bytes_per_cycle == pytest.approx(2 * GPU.hbm_bytes_per_cycle)
+    assert GPU.l2_bytes_per_cycle == pytest.approx(T["l2_bytes_per_s"] / (S["clock_mhz"] * 1e6))
 
 
 def test_tma_issue_stage_serialises_boxes():
@@ -93,10 +115,13 @@ def test_tma_issue_stage_serialises_boxes():
         mem.residency.write(("T", i), nbytes)  # make them L2 hits
     ends = [tma.load(0, ("T", i), nbytes) for i in range(n_boxes)]
     # tiny boxes: the issue stage dominates; box i leaves it at (i+1)*issue
-    expected_last = (n_boxes * T["tma_issue_cycles"] + q(nbytes / T["l2_bytes_per_cycle"])
-                     + T["gmem_l2_latency_cycles"] + q(nbytes / T["tma_bytes_per_cycle"]) + T["tma_extra_latency_cycles"])
+    # one row (one L2 request) per box: the L2 link and the fill take the slower of bytes and rows
+    l2 = max(nbytes / GPU.l2_bytes_per_cycle, 1 / GPU.l2_requests_per_cycle)
+    fill = max(nbytes / T["tma_bytes_per_cycle"], 1 * T["tma_row_cycles"])
+    expected_last = (n_boxes * T["tma_unit_box_cycles"] + q(l2)
+                     + T["gmem_l2_latency_cycles"] + q(fill) + T["tma_extra_latency_cycles"])
     assert ends[-1] == pytest.approx(expected_last)
-    assert tma.issue_pipe.busy == n_boxes * T["tma_issue_cycles"]
+    assert tma.issue_pipe.busy == n_boxes * T["tma_unit_box_cycles"]
 
 
 def test_tma_fill_bandwidth_bound_for_large_boxes():
@@ -154,10 +179,10 @@ def test_hit_on_a_tile_in_flight_waits_for_the_fetch():
     mem = MemorySystem(GPU)
     nbytes = 16384
     t_miss, _ = mem.read(0, ("A", 1), nbytes)
-    hbm_end = q(nbytes / T["hbm_bytes_per_cycle"])
+    hbm_end = q(nbytes / GPU.hbm_bytes_per_cycle)
     ready = hbm_end + T["gmem_hbm_latency_cycles"] - T["gmem_l2_latency_cycles"]  # bytes are in L2
     t_hit, hit = mem.read(1, ("A", 1), nbytes)  # requested right after the miss: merged (MSHR)
     assert hit
     # its L2 transfer starts when the bytes are in L2 (the link is free again by then)
-    assert t_hit == pytest.approx(ready + q(nbytes / T["l2_bytes_per_cycle"]) + T["gmem_l2_latency_cycles"])
+    assert t_hit == pytest.approx(ready + q(nbytes / GPU.l2_bytes_per_cycle) + T["gmem_l2_latency_cycles"])
     assert mem.bytes_from_hbm == nbytes  # fetched once

@@ -1,0 +1,234 @@
+"""`hopsim validate calibrate`: H100 microbenchmark records -> the model's timing parameters.
+
+    from validation.calibrate import calibrate
+    rows = calibrate()                    # [CalRow(field, value, unit, source, old_value, ...)]
+    write_calibrated(rows, path)          # hopsim/config/h100_sxm_calibrated.json
+
+Only `microbench__*` records are read; GEMM records are never used here (they are the held-out
+validation set of `hopsim validate compare`). Each rule below names the record and the key it
+reads, and the arithmetic, so every calibrated number has a one-line source.
+
+| field | rule (record: key) |
+|---|---|
+| smem_latency_cycles | smem: k_way_conflict_cycles[1] (p = ld.shared [p] chase, one wavefront) |
+| smem_cycles_per_wavefront | smem: cycles_per_extra_wavefront (slope of the k-way conflict chase) |
+| gmem_l2_latency_cycles | global_latency: median of the ld.global.cg chases with footprint <= 16 MiB |
+| gmem_hbm_latency_cycles | global_latency: median of the ld.global.cg chases with footprint >= 64 MiB |
+| l2_bytes_per_s | tma_width: max over the all-SM L2 configurations of bytes/cycle/SM x SMs x clock |
+| hbm_bytes_per_s | tma_stream: max over configurations of tb_per_s_events |
+| tma_issue_cycles | tma_latency: slope of the issuing thread's cycles over k boxes (k = 1..16, L2 64x8) |
+| tma_bytes_per_cycle | tma_width: max over the one-SM L2 configurations of bytes/cycle/SM |
+| l2_requests_per_s | tma_width: max over the all-SM L2 configurations of box rows/cycle/SM x SMs x clock |
+| tma_row_cycles | tma_width: one SM, 32-B wide box with the most rows: cycles per box / rows |
+| tma_extra_latency_cycles | tma_latency: L2 64x8 k=1 round trip - issue - L2 latency - fill - mbarrier wake-up |
+| wgmma_fixed_latency_cycles | wgmma: median over N >= 64 (SS, f16, f32 acc, 1 wg) of latency - overhead - N/2 |
+| mbarrier_arrive_cycles | mbarrier: single_thread.arrive.cycles_per_op_minus_loop |
+| mbarrier_wakeup_cycles | mbarrier: pingpong one-way (median over warp pairs) - arrive |
+| cta_launch_cycles | launch: extra_us_per_additional_wave_of_ctas x the record's SM clock |
+
+Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
+alu_latency_cycles, wgmma_issue_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import statistics
+from dataclasses import asdict, dataclass
+
+from isa.errors import HopsimError
+from validation.provenance import RECORDS_DIR, load_records
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "hopsim" / "config" / "h100_sxm_calibrated.json"
+
+
+class CalibrationError(HopsimError):
+    """A microbenchmark record the calibration needs is missing or lacks a key."""
+
+
+@dataclass(frozen=True)
+class CalRow:
+    """One calibrated timing field."""
+
+    field: str
+    value: float
+    unit: str
+    meaning: str
+    source: str
+    old_value: float
+    old_source: str
+
+
+def _micro(records_dir: pathlib.Path) -> dict[str, dict]:
+    recs = {r.get("name"): r for r in load_records("microbench", records_dir)}
+    if not recs:
+        raise CalibrationError(f"no microbench__*.json records under {records_dir}: run "
+                               "`hopsim validate run --what micro` on an H100 first")
+    return recs
+
+
+def _get(recs: dict, name: str, *path):
+    """recs[name]['results'][path...] or a CalibrationError naming what is missing."""
+    if name not in recs:
+        raise CalibrationError(f"calibration needs the microbenchmark record '{name}' "
+                               f"(validation/records/h100/microbench__{name}.json); have {sorted(recs)}")
+    cur = recs[name]["results"]
+    for p in path:
+        if not isinstance(cur, dict) or p not in cur:
+            raise CalibrationError(f"record '{name}' lacks results/{'/'.join(map(str, path))}")
+        cur = cur[p]
+    return cur
+
+
+def _src(recs: dict, name: str, what: str) -> str:
+    prov = recs[name].get("provenance", {})
+    commit = str(prov.get("git_commit", "?"))[:7]
+    date = str(prov.get("date_utc", "?"))[:10]
+    return f"measured: microbench__{name}.json ({prov.get('device_name', '?')}, {date}, commit {commit}): {what}"
+
+
+def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, str]]:
+    """{timing field: (value, source)} from the microbenchmark records."""
+    recs = _micro(pathlib.Path(records_dir or RECORDS_DIR))
+    out: dict[str, tuple[float, str]] = {}
+
+    # shared memory
+    kway = _get(recs, "smem", "k_way_conflict_cycles")
+    out["smem_latency_cycles"] = (float(kway["1"]), _src(recs, "smem", "k_way_conflict_cycles[1]"))
+    out["smem_cycles_per_wavefront"] = (float(_get(recs, "smem", "cycles_per_extra_wavefront")),
+                                        _src(recs, "smem", "cycles_per_extra_wavefront"))
+
+    # global latency
+    foot = _get(recs, "global_latency", "by_footprint")
+    def kib(k: str) -> int:
+        return int(k.split("KiB")[0])
+    l2 = [v["cycles"] for k, v in foot.items() if k.endswith(".cg") and kib(k) <= 16384]
+    hbm = [v["cycles"] for k, v in foot.items() if k.endswith(".cg") and kib(k) >= 65536]
+    if not l2 or not hbm:
+        raise CalibrationError("global_latency needs ld.global.cg footprints <= 16 MiB and >= 64 MiB")
+    out["gmem_l2_latency_cycles"] = (statistics.median(l2), _src(
+        recs, "global_latency", f"median of {len(l2)} ld.global.cg chases with footprint <= 16 MiB"))
+    out["gmem_hbm_latency_cycles"] = (statistics.median(hbm), _src(
+        recs, "global_latency", f"median of {len(hbm)} ld.global.cg chases with footprint >= 64 MiB"))
+
+    # bandwidths (memory clock domain: bytes/s)
+    width = _get(recs, "tma_width")
+    nsms = int(recs["tma_width"].get("provenance", {}).get("sm_count", 132))
+    chip = {k: v["bytes_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
+            for k, v in width.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
+    if not chip:
+        raise CalibrationError(f"tma_width has no all-SM (sms{nsms}) L2 configuration")
+    best = max(chip, key=chip.get)
+    out["l2_bytes_per_s"] = (chip[best], _src(
+        recs, "tma_width", f"max over all-SM L2 streams: {best} {width[best]['bytes_per_cycle_per_sm']:.2f} "
+                           f"B/clk/SM x {nsms} SMs x {width[best]['sm_clock_mhz']:.0f} MHz"))
+    one = {k: v["bytes_per_cycle_per_sm"] for k, v in width.items() if k.startswith("L2,") and k.endswith("sms1")}
+    best1 = max(one, key=one.get)
+    out["tma_bytes_per_cycle"] = (one[best1], _src(
+        recs, "tma_width", f"max over one-SM L2 streams: {best1} bytes_per_cycle_per_sm"))
+    rows_chip = {k: v["rows_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
+                 for k, v in width.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
+    br = max(rows_chip, key=rows_chip.get)
+    out["l2_requests_per_s"] = (rows_chip[br], _src(
+        recs, "tma_width", f"max over all-SM L2 streams of box rows/s: {br} "
+                           f"{width[br]['rows_per_cycle_per_sm']:.3f} rows/clk/SM x {nsms} SMs x "
+                           f"{width[br]['sm_clock_mhz']:.0f} MHz"))
+    narrow = {k: v for k, v in width.items() if k.startswith("L2,w32B,") and k.endswith("sms1")}
+    deep = max(narrow, key=lambda k: int(k.split(",r")[1].split(",")[0]))
+    nrows = int(deep.split(",r")[1].split(",")[0])
+    out["tma_row_cycles"] = (narrow[deep]["cycles_per_box"] / nrows, _src(
+        recs, "tma_width", f"one SM, narrowest and deepest box {deep}: cycles_per_box / {nrows} rows"))
+    stream = _get(recs, "tma_stream", "by_config")
+    bs = max(stream, key=lambda k: stream[k]["tb_per_s_events"])
+    out["hbm_bytes_per_s"] = (stream[bs]["tb_per_s_events"] * 1e12, _src(
+        recs, "tma_stream", f"max tb_per_s_events over {len(stream)} all-SM HBM streams ({bs})"))
+
+    # TMA issue and latency
+    t2 = _get(recs, "tma_latency", "tensor_2d", "L2,64x8")
+    byk = {int(k): v for k, v in t2["by_k"].items()}
+    ks = sorted(byk)
+    if len(ks) < 2:
+        raise CalibrationError("tma_latency L2,64x8 needs at least two box counts k")
+    issue = (byk[ks[-1]]["issue_cycles"]["median"] - byk[ks[0]]["issue_cycles"]["median"]) / (ks[-1] - ks[0])
+    out["tma_issue_cycles"] = (issue, _src(
+        recs, "tma_latency", f"L2,64x8 issuing thread's cycles, slope over k = {ks[0]}..{ks[-1]} boxes"))
+
+    # mbarrier
+    arrive = float(_get(recs, "mbarrier", "single_thread", "arrive", "cycles_per_op_minus_loop"))
+    out["mbarrier_arrive_cycles"] = (arrive, _src(recs, "mbarrier", "single_thread.arrive.cycles_per_op_minus_loop"))
+    pp = _get(recs, "mbarrier", "pingpong")
+    one_way = statistics.median(v["one_way_cycles"] for v in pp.values())
+    out["mbarrier_wakeup_cycles"] = (one_way - arrive, _src(
+        recs, "mbarrier", f"pingpong one-way {one_way:.1f} (median of {len(pp)} warp pairs) - arrive {arrive:.1f}"))
+
+    rt = float(byk[1]["round_trip_cycles"]["median"]) if 1 in byk else None
+    if rt is None:
+        raise CalibrationError("tma_latency L2,64x8 needs k = 1")
+    box = float(t2["box_bytes"])
+    extra = (rt - issue - out["gmem_l2_latency_cycles"][0] - box / out["tma_bytes_per_cycle"][0]
+             - out["mbarrier_wakeup_cycles"][0])
+    out["tma_extra_latency_cycles"] = (max(0.0, extra), _src(
+        recs, "tma_latency", f"L2,64x8 k=1 round trip {rt:.0f} - issue {issue:.1f} - L2 latency "
+                             f"{out['gmem_l2_latency_cycles'][0]:.1f} - fill {box / out['tma_bytes_per_cycle'][0]:.1f}"
+                             f" - mbarrier wake-up {out['mbarrier_wakeup_cycles'][0]:.1f}"))
+
+    # wgmma
+    cfgs = _get(recs, "wgmma", "by_config")
+    fixed = []
+    for k, v in cfgs.items():
+        shape, dt, acc, src, c, wg = k.split(",")
+        n = int(shape.split("n")[1].split("k")[0])
+        if n >= 64 and dt == "f16" and acc == "f32" and src == "SS" and c == "C1" and wg == "WG1":
+            fixed.append(v["latency_minus_overhead_cycles"] - v["ideal_tensor_cycles"])
+    if not fixed:
+        raise CalibrationError("wgmma needs m64nNk16 f16/f32 SS C1 WG1 configurations with N >= 64")
+    out["wgmma_fixed_latency_cycles"] = (statistics.median(fixed), _src(
+        recs, "wgmma", f"median over {len(fixed)} shapes N >= 64 (SS, f16, f32 acc, 1 warpgroup) of "
+                       "latency - fence/commit/wait overhead - N/2"))
+
+    # CTA launch
+    lrec = _get(recs, "launch")
+    clock = float(recs["launch"].get("provenance", {}).get("clock_rate_khz_attr", 1980000)) / 1e3
+    us = float(lrec["extra_us_per_additional_wave_of_ctas"])
+    out["cta_launch_cycles"] = (max(1.0, us * clock), _src(
+        recs, "launch", f"extra_us_per_additional_wave_of_ctas {us:.4f} us x {clock:.0f} MHz"))
+    return out
+
+
+def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
+    """The calibrated rows, against the defaults of hopsim/config/h100_sxm.py."""
+    from hopsim.config import load_gpu
+
+    defaults = load_gpu(calibrated=False).timing.params()
+    rows = []
+    for field, (value, source) in derive(records_dir).items():
+        d = defaults[field]
+        if d.unit == "cycles":  # events happen on whole cycles: latencies and costs are whole
+            value, source = float(round(value)), f"{source} = {value:.3f}, rounded to whole cycles"
+        rows.append(CalRow(field, round(float(value), 3), d.unit, d.meaning, source, d.value, d.source))
+    return rows
+
+
+def write_calibrated(rows: list[CalRow], path: pathlib.Path = DEFAULT_OUT) -> pathlib.Path:
+    """Write the calibrated timing fields as `{"timing": {field: Param fields}}` (load_gpu reads it)."""
+    data = {"about": "Written by `hopsim validate calibrate` from validation/records/h100/microbench__*.json "
+                     "(validation/calibrate.py). Do not edit by hand.",
+            "timing": {r.field: {"value": r.value, "unit": r.unit, "meaning": r.meaning, "source": r.source}
+                       for r in rows}}
+    path = pathlib.Path(path)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+def table(rows: list[CalRow]) -> str:
+    w = max(len(r.field) for r in rows)
+    lines = [f"{'field':<{w}}  {'default':>10}  {'calibrated':>12}  unit         source"]
+    for r in rows:
+        lines.append(f"{r.field:<{w}}  {r.old_value:>10.4g}  {r.value:>12.4g}  {r.unit:<11}  {r.source}")
+    return "\n".join(lines)
+
+
+def as_json(rows: list[CalRow]) -> list[dict]:
+    return [asdict(r) for r in rows]

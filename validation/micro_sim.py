@@ -1,0 +1,249 @@
+"""Microbenchmarks simulated vs measured: each H100 microbenchmark replayed on the model's units.
+
+    from validation.micro_sim import simulate_micro
+    rows = simulate_micro()        # [MicroRow(name, field, measured, simulated, unit, ...)]
+
+Each function below drives the timing units of hopsim/timing (SmemPort, TmaUnit, MemorySystem /
+SmLink, TensorCores) with the request pattern of one microbenchmark (its `method` text in the
+record), at the SM clock the record saw, with the calibrated config, and returns the quantity the
+record measured. These are unit-level replays of the access pattern, not IR kernels: they check
+the units' formulas and their calibrated numbers against every configuration the microbenchmark
+measured, including the many it was not calibrated on. `MicroRow.calibration` marks the rows a
+calibrated number was read from (validation/calibrate.py), which reproduce by construction; the
+others are checks.
+
+Not replayed: the launch record (read directly into cta_launch_cycles), the global-latency
+footprints between 16 and 64 MiB (partly resident; the model has no partial residency), the
+issuing thread's own cycles in tma_latency (they include the expect_tx arrive and clock reads).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from validation.compare import MicroRow
+from validation.provenance import RECORDS_DIR, load_records
+
+
+def _records(records_dir=None) -> dict[str, dict]:
+    return {r["name"]: r for r in load_records("microbench", records_dir or RECORDS_DIR)}
+
+
+def _gpu(clock_mhz: float | None = None):
+    from hopsim.config import load_gpu
+
+    g = load_gpu()
+    return g.at_clock(min(float(clock_mhz), float(g.spec.clock_mhz.value))) if clock_mhz else g
+
+
+# --------------------------------------------------------------------------- shared memory
+
+def smem(rec: dict) -> list[MicroRow]:
+    """Dependent ld.shared chase with a k-way bank conflict: cycles per step."""
+    from hopsim.timing.units import SmemPort
+
+    port = SmemPort(_gpu())
+    rows = []
+    for k, measured in rec["results"]["k_way_conflict_cycles"].items():
+        start = port.pipe.next_free  # a dependent chase: each load issues when the last returned
+        sim = port.access(start, int(k)) - start
+        rows.append(MicroRow(f"smem chase, {k}-way conflict", "smem_latency_cycles / smem_cycles_per_wavefront",
+                             float(measured), sim, calibration=k in ("1", "2", "32")))
+    return rows
+
+
+# --------------------------------------------------------------------------- TMA
+
+def _tma_round(gpu, k: int, box_bytes: int, rows_per_box: int, hit: bool) -> float:
+    """One thread: k boxes back to back on one mbarrier, then wait: cycles to the wake-up."""
+    from hopsim.timing.memory import MemorySystem
+    from hopsim.timing.units import TmaUnit
+
+    mem = MemorySystem(gpu)
+    tma = TmaUnit(gpu, mem)
+    t, done = 0.0, 0.0
+    for i in range(k):
+        done = max(done, tma.load(t, ("box", i), box_bytes, hit=hit, rows=rows_per_box))
+        t += float(gpu.timing.tma_issue_cycles.value)  # the issuing thread is held per box
+    return done + float(gpu.timing.mbarrier_wakeup_cycles.value)
+
+
+def tma_latency(rec: dict) -> list[MicroRow]:
+    gpu = _gpu()
+    rows = []
+    for cfg, v in rec["results"]["tensor_2d"].items():
+        where, shape = cfg.split(",")
+        r = int(shape.split("x")[1])
+        for k, kv in v["by_k"].items():
+            sim = _tma_round(gpu, int(k), int(v["box_bytes"]), r, where == "L2")
+            rows.append(MicroRow(f"TMA round trip {where} box {shape} x{k}", "tma_* / gmem_*_latency_cycles",
+                                 float(kv["round_trip_cycles"]["median"]), sim,
+                                 calibration=(cfg == "L2,64x8" and k == "1")))
+    return rows
+
+
+def _tma_stream(gpu, *, boxes: int, box_bytes: int, rows: int, per_round: int, rounds_in_flight: int,
+                sms: int, hit: bool) -> float:
+    """One thread per SM streams `boxes` boxes in rounds of `per_round`, at most
+    `rounds_in_flight` rounds outstanding; the SM's link is its 1/sms share (all SMs alike).
+    Returns SM cycles per box."""
+    from hopsim.timing.memory import L2Residency, SmLink
+    from hopsim.timing.units import TmaUnit
+
+    link = SmLink(gpu, L2Residency(int(gpu.spec.l2_bytes.value)), sms, 0)
+    tma = TmaUnit(gpu, link)
+    wake = float(gpu.timing.mbarrier_wakeup_cycles.value)
+    t = 0.0
+    ends: list[float] = []
+    n = 0
+    while n < boxes:
+        if len(ends) >= rounds_in_flight:
+            t = max(t, ends[-rounds_in_flight] + wake)
+        done = 0.0
+        for _ in range(min(per_round, boxes - n)):
+            done = max(done, tma.load(t, ("b", n), box_bytes, hit=hit, rows=rows))
+            t += float(gpu.timing.tma_issue_cycles.value)
+            n += 1
+        ends.append(done)
+    return (ends[-1] + wake) / boxes
+
+
+def tma_width(rec: dict) -> list[MicroRow]:
+    rows = []
+    for cfg, v in rec["results"].items():
+        where, w, r, sms = cfg.split(",")
+        nrows, nsms = int(r[1:]), int(sms[3:])
+        gpu = _gpu(v.get("sm_clock_mhz"))
+        sim = _tma_stream(gpu, boxes=int(v["boxes_per_cta"]), box_bytes=int(v["box_bytes"]), rows=nrows,
+                          per_round=int(v["boxes_per_round"]), rounds_in_flight=2, sms=nsms,
+                          hit=where == "L2")
+        rows.append(MicroRow(f"TMA stream {where} {w} box rows {nrows}, {nsms} SM(s)", "tma_* / l2_* / hbm_*",
+                             float(v["cycles_per_box"]), sim, unit="cycles/box",
+                             calibration=cfg in ("L2,w128B,r128,sms132", "L2,w128B,r128,sms1",
+                                                 "L2,w32B,r128,sms132", "L2,w32B,r128,sms1")))
+    return rows
+
+
+def tma_stream(rec: dict) -> list[MicroRow]:
+    rows = []
+    best = max(rec["results"]["by_config"].values(), key=lambda v: v["tb_per_s_events"])
+    for cfg, v in rec["results"]["by_config"].items():
+        box, stages, cps = cfg.split(",")
+        nrows = int(box[len("box"):].split("x")[1])
+        ctas = int(cps.split("sm")[-1])
+        gpu = _gpu(v.get("effective_sm_clock_mhz"))
+        nsms = int(rec.get("provenance", {}).get("sm_count", 132))
+        boxes = 256  # steady state: enough boxes that the ramp is negligible
+        # ctas CTAs of one SM share its TMA unit and link: model them as one stream with
+        # ctas x stages boxes in flight (one box per slot)
+        cyc = _tma_stream(gpu, boxes=boxes, box_bytes=64 * 2 * nrows, rows=nrows, per_round=1,
+                          rounds_in_flight=int(stages[6:]) * ctas, sms=nsms, hit=False)
+        sim = 64 * 2 * nrows / cyc
+        rows.append(MicroRow(f"TMA HBM stream box 64x{nrows}, {stages[6:]} stages, {ctas} CTA/SM",
+                             "hbm_bytes_per_s", float(v["bytes_per_cycle_per_sm"]), sim, unit="B/cycle/SM",
+                             calibration=v is best))
+    return rows
+
+
+# --------------------------------------------------------------------------- wgmma
+
+def wgmma(rec: dict) -> list[MicroRow]:
+    from hopsim.timing.units import TensorCores
+
+    gpu = _gpu()
+    rows = []
+    for cfg, v in rec["results"]["by_config"].items():
+        shape, dt, acc, src, c, wg = cfg.split(",")
+        if c != "C1" or acc != "f32" or dt != "f16":
+            continue
+        n = int(shape.split("n")[1].split("k")[0])
+        nwg = int(wg[2:])
+        tc = TensorCores(gpu)
+        if nwg == 1:
+            lat = tc.mma(0.0, 64, n, 16)
+            rows.append(MicroRow(f"wgmma latency {shape} {src}", "wgmma_fixed_latency_cycles",
+                                 float(v["latency_minus_overhead_cycles"]), lat,
+                                 calibration=(src == "SS" and n >= 64)))
+        # L = 16 dependent wgmmas per warpgroup, nwg warpgroups on the SM's tensor pipe
+        tc = TensorCores(gpu)
+        end = 0.0
+        for _ in range(16):
+            for _w in range(nwg):
+                end = tc.mma(0.0, 64, n, 16)
+        per = (end - tc.fixed_latency) / 16
+        rows.append(MicroRow(f"wgmma interval {shape} {src} {nwg} wg", "spec.tensor_fma_f16_per_cycle_per_sm",
+                             float(v["issue_interval_cycles_per_wg"]), per, unit="cycles/wgmma/wg"))
+    return rows
+
+
+def wgmma_chip(rec: dict) -> list[MicroRow]:
+    gpu = _gpu()
+    rate = float(gpu.spec.tensor_fma_f16_per_cycle_per_sm.value)
+    rows = []
+    for cfg, v in rec["results"]["by_config"].items():
+        shape = cfg.split(",")[0]
+        n = int(shape.split("n")[1].split("k")[0])
+        nwg = int(cfg.split(",")[-1][2:])
+        rows.append(MicroRow(f"wgmma all SMs {cfg}", "spec.tensor_fma_f16_per_cycle_per_sm",
+                             float(v["sm_cycles_per_wgmma"]), 64 * n * 16 / rate, unit="cycles/wgmma/SM"))
+    return rows
+
+
+# --------------------------------------------------------------------------- mbarrier, memory
+
+def mbarrier(rec: dict) -> list[MicroRow]:
+    t = _gpu().timing
+    arrive, wake = float(t.mbarrier_arrive_cycles.value), float(t.mbarrier_wakeup_cycles.value)
+    r = rec["results"]
+    rows = [MicroRow("mbarrier arrive (one thread)", "mbarrier_arrive_cycles",
+                     float(r["single_thread"]["arrive"]["cycles_per_op_minus_loop"]), arrive, calibration=True)]
+    pp = statistics.median(v["one_way_cycles"] for v in r["pingpong"].values())
+    rows.append(MicroRow("mbarrier ping-pong one way", "mbarrier_arrive_cycles + mbarrier_wakeup_cycles",
+                         pp, arrive + wake, calibration=True))
+    rows.append(MicroRow("mbarrier fan-out wake of 4 waiting warps", "mbarrier_arrive_cycles + mbarrier_wakeup_cycles",
+                         float(r["fanout_4_warps"]["wake_cycles_all"]["median"]), arrive + wake))
+    return rows
+
+
+def global_latency(rec: dict) -> list[MicroRow]:
+    from hopsim.timing.memory import MemorySystem
+
+    rows = []
+    for cfg, v in rec["results"]["by_footprint"].items():
+        if not cfg.endswith(".cg"):
+            continue
+        kib = int(cfg.split("KiB")[0])
+        if 16384 < kib < 65536:
+            continue
+        mem = MemorySystem(_gpu())
+        t, _ = mem.read(0.0, ("line", 0), 128, hit=kib <= 16384)
+        rows.append(MicroRow(f"ld.global.cg chase, {kib} KiB", "gmem_*_latency_cycles", float(v["cycles"]), t,
+                             calibration=True))
+    return rows
+
+
+def global_bandwidth(rec: dict) -> list[MicroRow]:
+    gpu = _gpu()
+    rows = []
+    for cfg, v in rec["results"]["by_config"].items():
+        if not (cfg.startswith("HBM") or cfg.startswith("L2")):
+            continue  # the device-to-device copy reads and writes: not one link
+        bw = float(gpu.timing.hbm_bytes_per_s.value if cfg.startswith("HBM") else gpu.timing.l2_bytes_per_s.value)
+        rows.append(MicroRow(f"ld.global.cg v4 stream {cfg}", "hbm_bytes_per_s / l2_bytes_per_s",
+                             float(v["tb_per_s"]), bw / 1e12, unit="TB/s"))
+    return rows
+
+
+REPLAYS = {"smem": smem, "tma_latency": tma_latency, "tma_width": tma_width, "tma_stream": tma_stream,
+           "wgmma": wgmma, "wgmma_chip": wgmma_chip, "mbarrier": mbarrier, "global_latency": global_latency,
+           "global_bandwidth": global_bandwidth}
+
+
+def simulate_micro(records_dir=None) -> list[MicroRow]:
+    """Every replayable microbenchmark configuration, simulated vs measured."""
+    recs = _records(records_dir)
+    rows: list[MicroRow] = []
+    for name, fn in REPLAYS.items():
+        if name in recs:
+            rows += fn(recs[name])
+    return rows
