@@ -106,6 +106,14 @@ def _png(field: str, path: str | None) -> None:
         raise InputError(field, path, "a file name ending in .png")
 
 
+def _writable(field: str, path: str | None) -> None:
+    """Fail before simulating when an output file cannot be created (no traceback at the end)."""
+    if path:
+        parent = pathlib.Path(path).resolve().parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise InputError(field, path, f"a file in an existing, writable directory ({parent} is not)")
+
+
 def _launch_rows(run) -> dict:
     from kernels.gemm import build_gemm
 
@@ -152,6 +160,8 @@ def run_gemm(argv: list[str]) -> int:
     args = gemm_parser().parse_args(argv)
     for f in ("plot", "sweep_plot"):
         _png(f.replace("_", "-"), getattr(args, f))
+    for f in ("trace", "plot", "sweep_plot"):
+        _writable(f.replace("_", "-"), getattr(args, f))
     if args.jobs is not None and args.jobs < 1:
         raise InputError("jobs", args.jobs, "a positive number of worker processes")
     overrides = {kn.name: getattr(args, f"knob_{kn.name}") for kn in sweep.KNOBS
@@ -334,6 +344,8 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
 
     args = ptx_parser().parse_args(argv)
     _png("plot", args.plot)
+    for f in ("trace", "plot"):
+        _writable(f, getattr(args, f))
     path = pathlib.Path(path_arg)
     if not path.is_file():
         raise InputError("FILE", path_arg, "an existing IR kernel file (or 'gemm')")
