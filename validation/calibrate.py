@@ -20,7 +20,7 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | tma_bytes_per_cycle | tma_width: max over the one-SM L2 configurations of bytes/cycle/SM |
 | l2_requests_per_s | tma_width: max over the all-SM L2 configurations of box rows/cycle/SM x SMs x clock |
 | tma_row_cycles | tma_width: one SM, 32-B wide box with the most rows: cycles per box / rows |
-| tma_extra_latency_cycles | tma_latency: L2 64x8 k=1 round trip - issue - L2 latency - fill - mbarrier wake-up |
+| tma_extra_latency_cycles | tma_latency: L2 64x8 k=1 round trip - TMA unit stage - L2 latency - fill - mbarrier wake-up |
 | wgmma_fixed_latency_cycles | wgmma: median over N >= 64 (SS, f16, f32 acc, 1 wg) of latency - overhead - N/2 |
 | mbarrier_arrive_cycles | mbarrier: single_thread.arrive.cycles_per_op_minus_loop |
 | mbarrier_wakeup_cycles | mbarrier: pingpong one-way (median over warp pairs) - arrive |
@@ -167,10 +167,13 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
     if rt is None:
         raise CalibrationError("tma_latency L2,64x8 needs k = 1")
     box = float(t2["box_bytes"])
-    extra = (rt - issue - out["gmem_l2_latency_cycles"][0] - box / out["tma_bytes_per_cycle"][0]
+    from hopsim.config import load_gpu
+
+    unit = float(load_gpu(calibrated=False).timing.tma_unit_box_cycles.value)  # the model's path
+    extra = (rt - unit - out["gmem_l2_latency_cycles"][0] - box / out["tma_bytes_per_cycle"][0]
              - out["mbarrier_wakeup_cycles"][0])
     out["tma_extra_latency_cycles"] = (max(0.0, extra), _src(
-        recs, "tma_latency", f"L2,64x8 k=1 round trip {rt:.0f} - issue {issue:.1f} - L2 latency "
+        recs, "tma_latency", f"L2,64x8 k=1 round trip {rt:.0f} - TMA unit {unit:.0f} (assumed) - L2 latency "
                              f"{out['gmem_l2_latency_cycles'][0]:.1f} - fill {box / out['tma_bytes_per_cycle'][0]:.1f}"
                              f" - mbarrier wake-up {out['mbarrier_wakeup_cycles'][0]:.1f}"))
 

@@ -1,0 +1,112 @@
+"""Calibration: microbenchmark records -> timing config (validation/calibrate.py).
+
+Laws: the committed calibrated config is exactly what the committed records give; calibration
+reads microbenchmark records only (never the GEMM records it is validated on); every timing number
+has a known source kind, and every `measured:` one names a record that exists. The microbenchmark
+replays (validation/micro_sim.py) reproduce the rows the calibration read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from hopsim.config import load_gpu
+from hopsim.config.base import SOURCE_KINDS
+from validation.calibrate import DEFAULT_OUT, CalibrationError, calibrate
+from validation.provenance import RECORDS_DIR
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _copy(tmp: pathlib.Path, pattern: str) -> pathlib.Path:
+    d = tmp / "records"
+    d.mkdir(exist_ok=True)
+    for p in RECORDS_DIR.glob(pattern):
+        shutil.copy(p, d / p.name)
+    return d
+
+
+def test_committed_calibration_is_what_the_records_give():
+    committed = json.loads(DEFAULT_OUT.read_text())["timing"]
+    rows = {r.field: r for r in calibrate()}
+    assert set(rows) == set(committed), "re-run `hopsim validate calibrate` after changing records or rules"
+    for f, r in rows.items():
+        assert committed[f]["value"] == pytest.approx(r.value), f
+        assert committed[f]["source"] == r.source, f
+
+
+def test_calibration_reads_microbenchmark_records_only(tmp_path):
+    only_micro = _copy(tmp_path, "microbench__*.json")
+    assert [(r.field, r.value) for r in calibrate(only_micro)] == [(r.field, r.value) for r in calibrate()]
+    gemm_only = tmp_path / "gemm"
+    gemm_only.mkdir()
+    for p in list(RECORDS_DIR.glob("gemm__*.json"))[:5]:
+        shutil.copy(p, gemm_only / p.name)
+    with pytest.raises(CalibrationError, match="no microbench"):
+        calibrate(gemm_only)
+
+
+def test_a_missing_record_is_named(tmp_path):
+    d = _copy(tmp_path, "microbench__*.json")
+    (d / "microbench__tma_width.json").unlink()
+    with pytest.raises(CalibrationError, match="tma_width"):
+        calibrate(d)
+
+
+def test_every_timing_number_is_sourced_and_measured_ones_name_their_record():
+    gpu = load_gpu()
+    calibrated = set(json.loads(DEFAULT_OUT.read_text())["timing"])
+    for group in (gpu.spec, gpu.timing):
+        for name, p in group.params().items():
+            assert p.kind in SOURCE_KINDS and p.unit and p.meaning, name
+            assert math.isfinite(p.value), name
+    for name in calibrated:
+        src = gpu.timing.params()[name].source
+        assert src.startswith("measured: microbench__"), (name, src)
+        record = src.split("measured: ", 1)[1].split(" ", 1)[0]
+        assert (RECORDS_DIR / record).exists(), (name, record)
+
+
+def test_calibrated_cycle_counts_are_whole_cycles():
+    t = load_gpu().timing
+    for name in json.loads(DEFAULT_OUT.read_text())["timing"]:
+        p = t.params()[name]
+        if p.unit == "cycles":
+            assert p.value == int(p.value), name
+
+
+def test_bandwidth_per_cycle_is_bytes_per_second_over_the_clock():
+    g = load_gpu()
+    assert g.l2_bytes_per_cycle * g.clock_hz == pytest.approx(float(g.timing.l2_bytes_per_s.value))
+    assert g.at_clock(1500).hbm_bytes_per_cycle * 1.5e9 == pytest.approx(float(g.timing.hbm_bytes_per_s.value))
+
+
+def test_calibration_rows_are_reproduced_by_the_microbenchmark_replays():
+    from validation.micro_sim import simulate_micro
+
+    rows = simulate_micro()
+    cal = [r for r in rows if r.calibration]
+    assert len(cal) >= 10
+    for r in cal:
+        # whole-cycle rounding of the calibrated numbers (<= 0.5 cycle each) is the only
+        # difference allowed: 3%, or one cycle where a row sums two rounded numbers
+        assert abs(r.simulated - r.measured) <= max(0.03 * abs(r.measured), 1.0), (r.name, r.measured, r.simulated)
+    assert all(math.isfinite(r.simulated) and r.simulated > 0 for r in rows if r.measured > 0)
+
+
+def test_cli_dry_run_and_bad_records_dir(tmp_path):
+    run = [sys.executable, "-m", "hopsim", "validate", "calibrate"]
+    ok = subprocess.run(run + ["--dry-run"], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0 and "tma_issue_cycles" in ok.stdout and "dry run" in ok.stdout
+    bad = subprocess.run(run + ["--dry-run", "--records", str(tmp_path / "nope")], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "records" in bad.stderr
+    empty = subprocess.run(run + ["--dry-run", "--records", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert empty.returncode == 2 and "Traceback" not in empty.stderr and "microbench" in empty.stderr
