@@ -3,6 +3,8 @@ in one line with exit status 2 before anything is simulated (not a traceback aft
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hopsim.cli import main
@@ -22,4 +24,7 @@ def test_trace_is_written_where_asked(tmp_path, capsys):
     out = tmp_path / "gemm.trace.json"
     assert main(["simulate", "gemm", "--m", "256", "--n", "256", "--k", "256", "--trace", str(out), "--json"]) == 0
     capsys.readouterr()
-    assert out.stat().st_size > 0
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc  # Chrome trace-event JSON (Perfetto)
+    assert events and all("ph" in e and "pid" in e for e in events)
+    assert any(e["ph"] == "X" and e.get("dur", -1) >= 0 for e in events)  # complete events: unit activity
