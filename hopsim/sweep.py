@@ -7,6 +7,7 @@ point carries every knob (the defaults fill the rest), so each result row keeps 
 Knob values (command-line flags and `grid.yaml` share one syntax, checked per knob):
 
     "1-6"              an inclusive integer range          -> [1, 2, 3, 4, 5, 6]
+    "1024-4096:1024"   a range with a step (problem sizes)  -> [1024, 2048, 3072, 4096]
     "8,64,128"         a list                              -> [8, 64, 128]
     "auto,1"           choices and integers mixed          -> ["auto", 1]
     "128x128x64"       a tile BMxBNxBK (sets bm, bn, bk)   -> [(128, 128, 64)]
@@ -108,7 +109,7 @@ KNOBS: tuple[Knob, ...] = (
 
 _ALIASES = {"warp-specialized": "ws", "warp_specialized": "ws"}  # variant spelled as in issue 4
 _TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
-_RANGE_RE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+_RANGE_RE = re.compile(r"^(-?\d+)\s*-\s*(\d+)(?:\s*:\s*(\d+))?$")
 
 
 def knob(name: str) -> Knob:
@@ -191,12 +192,15 @@ def parse_values(name: str, spec: Any) -> list:
         m = _RANGE_RE.match(part) if kn.kind in ("int", "posint") else None
         if m:
             lo, hi = int(m.group(1)), int(m.group(2))
+            step = int(m.group(3) or 1)
+            if step < 1:
+                raise InputError(kn.flag, part, "a range lo-hi:step with a positive step", where="sweep")
             if lo > hi:
                 raise InputError(kn.flag, part, f"a rising range lo-hi; valid values: {kn.allowed}",
                                  where="sweep")
-            if hi - lo >= 100_000:
+            if (hi - lo) // step >= 100_000:
                 raise InputError(kn.flag, part, "a range of fewer than 100000 values", where="sweep")
-            out += [_check_one(kn, v) for v in range(lo, hi + 1)]
+            out += [_check_one(kn, v) for v in range(lo, hi + 1, step)]
         else:
             out.append(_check_one(kn, part))
     return _dedup(out)

@@ -304,3 +304,14 @@ def test_format_duration():
     assert format_duration(5) == "0:05"
     assert format_duration(3 * 3600 + 61) == "3:01:01"
     assert format_duration(float("nan")) == "?"
+
+
+def test_range_with_step_for_problem_sizes():
+    from hopsim.sweep import parse_values
+    from isa.errors import InputError
+
+    assert parse_values("m", "1024-4096:1024") == [1024, 2048, 3072, 4096]
+    assert parse_values("stages", "1-6:2") == [1, 3, 5]
+    assert parse_values("stages", "2-4") == [2, 3, 4]
+    with pytest.raises(InputError, match="positive step"):
+        parse_values("m", "1024-4096:0")
