@@ -1,6 +1,7 @@
 """TMA streaming throughput against box inner width and rows (validation/cuda/micro_tma_width.cu).
 
-    python3 -m validation.micro_tma_width --out DIR      # GPU machine: writes the record
+    python3 -m validation.micro_tma_width --out DIR                 # GPU machine: tma_width record
+    python3 -m validation.micro_tma_width --out DIR --suite share   # GPU machine: tma_share record
 
 Why: in the GEMM records, 32B and 64B swizzles (box rows of 32 / 64 bytes) are 1.5-3x slower than
 128B while wgmma throughput does not depend on the swizzle (microbench__wgmma_swizzle.json). This
@@ -10,6 +11,13 @@ and from HBM (1 GB tensor), with one SM alone and with all SMs (1 CTA each), two
 boxes in flight per SM (the issuing loop uses masks and shifts only: integer division in it
 cost ~140 cycles per box in a first version and hid the TMA). Results per configuration: bytes per SM cycle, box rows per SM cycle, SM clock.
 Record: microbench__tma_width.json. Runs on the GPU machine (numpy, cupy, stdlib only).
+
+Suite `share` (record microbench__tma_share.json): the same stream from the 8 MB L2-resident
+tensor, but the CTAs come in groups of g consecutive block indices (one CTA per SM) that read the
+SAME box sequence at about the same time, as the ~8-16 CTAs of a GEMM that read one A or B tile
+(g = 1 is the `width` suite's pattern). Question: is the all-SM L2 -> SM rate (~30 B/cycle/SM
+for 128-B x 128-row boxes, 7.7 TB/s) a limit of L2 bytes served (sharing would not help) or of
+something sharing relieves? Each CTA streams ~4 MB per launch (~70 us) so start skew is small.
 """
 
 from __future__ import annotations
@@ -26,6 +34,17 @@ COLS = 4096  # elements per row: 8 KB pitch, as A or B of a K = 4096 GEMM
 SWZ = {16: "32B", 32: "64B", 64: "128B"}
 
 
+def _compile(out: pathlib.Path):
+    import cupy as cp
+
+    cubin = out / "micro_tma_width.cubin"
+    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-O3",
+                    "-o", str(cubin), str(SRC)], check=True)
+    fn = cp.RawModule(path=str(cubin)).get_function("tma_width_stream")
+    fn.max_dynamic_shared_size_bytes = 200 * 1024
+    return fn
+
+
 def run(out: pathlib.Path) -> pathlib.Path:
     import cupy as cp
     import numpy as np
@@ -34,11 +53,7 @@ def run(out: pathlib.Path) -> pathlib.Path:
     from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
-    cubin = out / "micro_tma_width.cubin"
-    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-O3",
-                    "-o", str(cubin), str(SRC)], check=True)
-    fn = cp.RawModule(path=str(cubin)).get_function("tma_width_stream")
-    fn.max_dynamic_shared_size_bytes = 200 * 1024
+    fn = _compile(out)
     nsm = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     flag = cp.zeros(1, dtype=cp.int32)
     results = {}
@@ -56,7 +71,7 @@ def run(out: pathlib.Path) -> pathlib.Path:
                     per_cta = rounds * k
                     times = cp.zeros(4 * grid, dtype=cp.int64)
                     args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow),
-                            np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag)
+                            np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(1))
                     smem = 1024 + 2 * k * box_bytes
                     fn((grid,), (32,), args, shared_mem=smem)  # warm
                     per, clk = [], []
@@ -94,11 +109,108 @@ def run(out: pathlib.Path) -> pathlib.Path:
     return write_record("microbench", "tma_width", payload, device_provenance(), out)
 
 
+def _share_configs(nsm: int) -> list[tuple[int, int, int, int]]:
+    """(w elements, rows, share group g, grid) of the `share` suite."""
+    cfg = [(64, 128, 1, 1)]                                           # (d) one SM alone
+    cfg += [(64, 128, g, nsm) for g in (1, 2, 4, 8, 16, 33, nsm)]     # (b) 128-B x 128-row boxes
+    cfg += [(64, 128, 1, nsm // 2), (64, 128, 8, nsm // 2)]           # half the SMs: aggregate limit?
+    for w, r in ((64, 64), (32, 128), (32, 64)):                      # (c) other box shapes
+        cfg += [(w, r, 1, 1)] + [(w, r, g, nsm) for g in (1, 8, nsm)]
+    return cfg
+
+
+def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pathlib.Path:
+    """The `share` suite: L2 -> SM TMA rate when g SMs read the same boxes (see module doc)."""
+    import cupy as cp
+    import numpy as np
+
+    from validation.harness import _as_param, encode_tensor_map
+    from validation.provenance import device_provenance, write_record
+
+    out.mkdir(parents=True, exist_ok=True)
+    fn = _compile(out)
+    nsm = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    flag = cp.zeros(1, dtype=cp.int32)
+    rows_total = 1024  # 8 MB: L2-resident after the first launches
+    buf = cp.random.randint(0, 2 ** 15, size=rows_total * COLS, dtype=cp.int32).astype(cp.uint16)
+    maps: dict[tuple[int, int], object] = {}
+    results = {}
+    for w, r, share, grid in _share_configs(nsm):
+        if (w, r) not in maps:
+            maps[(w, r)] = _as_param(encode_tensor_map("f16", buf.data.ptr, [COLS, rows_total], [COLS * 2],
+                                                       [w, r], SWZ[w]))
+        ncol, nrow = COLS // w, rows_total // r
+        box_bytes = 2 * w * r
+        k = max(1, min(8, (48 * 1024) // box_bytes))
+        rounds = max(16, int(per_cta_bytes / (k * box_bytes)))
+        per_cta = rounds * k
+        times = cp.zeros(4 * grid, dtype=cp.int64)
+        args = (maps[(w, r)], np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow),
+                np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(share))
+        smem = 1024 + 2 * k * box_bytes
+        fn((grid,), (32,), args, shared_mem=smem)  # warm
+        per, clk, slow, chip, skew = [], [], [], [], []
+        ngrp = -(-grid // share)
+        grp = np.arange(grid) // share
+        for _ in range(reps):
+            fn((grid,), (32,), args, shared_mem=smem)
+            cp.cuda.Device().synchronize()
+            t = cp.asnumpy(times).reshape(grid, 4)
+            span = (t[:, 1] - t[:, 0]).astype(float)
+            per.append(float(np.median(span)))
+            slow.append(float(span.max()))
+            clk.append(float(np.median(span / np.maximum(t[:, 3] - t[:, 2], 1) * 1e3)))
+            chip.append(grid * per_cta * box_bytes / max(int(t[:, 3].max() - t[:, 2].min()), 1) / 1e3)
+            skew.append(float(np.median([np.ptp(t[grp == i, 2]) for i in range(ngrp)])))
+        if int(flag.get()[0]):
+            raise RuntimeError(f"tma_width_stream timed out (w{2 * w}B r{r} g{share} sms{grid})")
+        cyc, mhz = statistics.median(per), statistics.median(clk)
+        bpc = per_cta * box_bytes / cyc
+        name = f"L2,w{2 * w}B,r{r},g{share},sms{grid}"
+        results[name] = {
+            "cycles_per_box": cyc / per_cta,
+            "bytes_per_cycle_per_sm": bpc,
+            "rows_per_cycle_per_sm": per_cta * r / cyc,
+            "box_bytes": box_bytes,
+            "sm_clock_mhz": mhz,
+            "share_group": share,
+            "groups": ngrp,
+            "boxes_per_round": k,
+            "boxes_per_cta": per_cta,
+            "bytes_per_cycle_slowest_cta": per_cta * box_bytes / statistics.median(slow),
+            "chip_tb_per_s": bpc * grid * mhz * 1e6 / 1e12,
+            "chip_tb_per_s_wall": statistics.median(chip),
+            "group_start_skew_ns": statistics.median(skew),
+        }
+        print(f"{name}: {cyc / per_cta:.1f} cyc/box, {bpc:.2f} B/cyc/SM, {per_cta * r / cyc:.3f} rows/cyc/SM, "
+              f"chip {bpc * grid * mhz / 1e6:.2f} TB/s (wall {statistics.median(chip):.2f}), "
+              f"skew {statistics.median(skew):.0f} ns at {mhz:.0f} MHz", flush=True)
+    payload = {
+        "measures": ["L2 -> SM bandwidth of TMA loads shared by g SMs"],
+        "results": results,
+        "method": ("1 thread per CTA (1 CTA per SM) streams ~4 MB of boxes {W, R} of a 2-D f16 map (8 KB row "
+                   "pitch, 8 MB tensor, L2-resident) in rounds of k back-to-back boxes on one mbarrier (2 rounds, "
+                   "<= 96 KB, in flight), boxes walking the column chunks of a row block; CTAs in groups of g "
+                   "consecutive block indices read the same box sequence (group b / g), so g SMs fetch identical "
+                   "boxes at about the same time (g = 1: every SM its own boxes, as microbench__tma_width.json). "
+                   "clock64 span per CTA, median over CTAs and 5 launches after a warm-up; chip_tb_per_s = "
+                   "B/cycle/SM x SMs x SM clock; chip_tb_per_s_wall = all bytes over the %globaltimer span of "
+                   "the launch; group_start_skew_ns = median over groups of the spread of start times."),
+        "units": {"cycles_per_box": "SM cycles", "bytes_per_cycle_per_sm": "B per SM cycle (median CTA)",
+                  "rows_per_cycle_per_sm": "box rows per SM cycle", "sm_clock_mhz": "MHz",
+                  "bytes_per_cycle_slowest_cta": "B per SM cycle", "chip_tb_per_s": "TB/s (1e12 B/s)",
+                  "chip_tb_per_s_wall": "TB/s", "group_start_skew_ns": "ns (globaltimer)"},
+    }
+    return write_record("microbench", "tma_share", payload, device_provenance(), out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=pathlib.Path, required=True)
+    ap.add_argument("--suite", choices=("width", "share"), default="width",
+                    help="width: box shapes, L2 and HBM (tma_width record); share: g SMs read the same boxes")
     args = ap.parse_args(argv)
-    print(run(args.out))
+    print(run(args.out) if args.suite == "width" else run_share(args.out))
     return 0
 
 

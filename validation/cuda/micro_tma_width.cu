@@ -3,9 +3,13 @@
 // tma_width_stream: every CTA (one thread issues) streams `rounds` x `k` boxes of a 2-D f16 map
 // whose rows are `cols` elements long (row pitch 2*cols bytes, e.g. 8 KB for K = 4096): rounds of
 // k boxes issued back to back on one mbarrier, two rounds in flight (nobody reads the data). Box b
-// of a CTA is (column chunk (g % ncol) * W, row block ((g / ncol) % nrow) * R) with g = cta + b * grid,
-// W x R the box (W = 16/32/64 elements = 32/64/128-B rows, swizzle = row width, set by the host).
-// So consecutive boxes walk the column chunks of a row block as a GEMM k-loop does for one operand.
+// of a CTA is (column chunk (g % ncol) * W, row block ((g / ncol) % nrow) * R) with
+// g = grp + b * ngrp, grp = cta / share, ngrp = ceil(grid / share): the `share` CTAs of a group
+// (consecutive block indices, one CTA per SM) read the same box sequence at about the same time,
+// as the CTAs of a GEMM that read one A or B tile; share = 1 gives every CTA its own boxes
+// (g = cta + b * grid). W x R the box (W = 16/32/64 elements = 32/64/128-B rows, swizzle = row
+// width, set by the host). Consecutive boxes walk the column chunks of a row block as a GEMM
+// k-loop does for one operand.
 // times[4*cta + {0..3}] = clock64 start, end, %globaltimer start, end.
 #include <cuda.h>
 #include <stdint.h>
@@ -37,7 +41,8 @@ __device__ __forceinline__ bool wait_parity(uint32_t bar, uint32_t parity, int* 
 
 extern "C" __global__ void __launch_bounds__(32, 1)
     tma_width_stream(const __grid_constant__ CUtensorMap map, int ncol, int lncol, int nrow, int w,
-                     int r, int rounds, int k, long long* __restrict__ times, int* __restrict__ flag) {
+                     int r, int rounds, int k, long long* __restrict__ times, int* __restrict__ flag,
+                     int share) {
   // Two groups of k smem slots, one mbarrier per group: round q issues k boxes back to back into
   // group q % 2 (one arrive.expect_tx of k boxes), after waiting for that group's previous round.
   extern __shared__ __align__(16) uint8_t smem[];
@@ -45,6 +50,8 @@ extern "C" __global__ void __launch_bounds__(32, 1)
   const uint32_t base = (s32(smem) + 1023u) & ~1023u;
   const uint32_t box_bytes = 2u * w * r;
   if (threadIdx.x != 0) return;
+  const int sh = share > 0 ? share : 1;
+  const int grp = blockIdx.x / sh, ngrp = (gridDim.x + sh - 1) / sh;  // once, outside the loop
   for (int s = 0; s < 2; ++s)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -53,16 +60,16 @@ extern "C" __global__ void __launch_bounds__(32, 1)
   const uint64_t g0 = gtimer();
   int box = 0;
   for (int q = 0; q < rounds; ++q) {
-    const int grp = q & 1;
-    const uint32_t bar = s32(&bars[grp]);
+    const int half = q & 1;
+    const uint32_t bar = s32(&bars[half]);
     if (q >= 2 && !wait_parity(bar, ((q / 2) - 1) & 1, flag)) return;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(k * box_bytes) : "memory");
     for (int j = 0; j < k; ++j, ++box) {
-      const int g = blockIdx.x + box * gridDim.x;
+      const int g = grp + box * ngrp;
       const int c0 = (g & (ncol - 1)) * w, c1 = ((g >> lncol) & (nrow - 1)) * r;
       asm volatile(
           "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-          ::"r"(base + (grp * k + j) * box_bytes), "l"(&map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+          ::"r"(base + (half * k + j) * box_bytes), "l"(&map), "r"(c0), "r"(c1), "r"(bar) : "memory");
     }
   }
   for (int q = (rounds > 2 ? rounds - 2 : 0); q < rounds; ++q)
