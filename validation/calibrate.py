@@ -15,6 +15,8 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | gmem_l2_latency_cycles | global_latency: median of the ld.global.cg chases with footprint <= 16 MiB |
 | gmem_hbm_latency_cycles | global_latency: median of the ld.global.cg chases with footprint >= 64 MiB |
 | l2_bytes_per_s | tma_width: max over the all-SM L2 configurations of bytes/cycle/SM x SMs x clock |
+| l2_delivery_bytes_per_s | tma_share: max over the all-SM L2 configurations (boxes shared by g SMs) of bytes/cycle/SM x SMs x clock |
+| l2_delivery_requests_per_s | tma_share: the same, in box rows/cycle/SM |
 | hbm_bytes_per_s | tma_stream: max over configurations of tb_per_s_events |
 | tma_issue_cycles | tma_latency: slope of the issuing thread's cycles over k boxes (k = 1..16, L2 64x8) |
 | tma_bytes_per_cycle | tma_width: max over the one-SM L2 configurations of bytes/cycle/SM |
@@ -24,6 +26,8 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | wgmma_fixed_latency_cycles | wgmma: median over N >= 64 (SS, f16, f32 acc, 1 wg) of latency - overhead - N/2 |
 | mbarrier_arrive_cycles | mbarrier: single_thread.arrive.cycles_per_op_minus_loop |
 | mbarrier_wakeup_cycles | mbarrier: pingpong one-way (median over warp pairs) - arrive |
+| mbarrier_try_wait_cycles | mbarrier: single_thread.try_wait_completed_phase |
+| wgmma_sync_cycles | wgmma: median over configurations of the fence/commit/wait round with no wgmma |
 | cta_launch_cycles | launch: extra_us_per_additional_wave_of_ctas x the record's SM clock |
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
@@ -135,6 +139,21 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
         recs, "tma_width", f"max over all-SM L2 streams of box rows/s: {br} "
                            f"{width[br]['rows_per_cycle_per_sm']:.3f} rows/clk/SM x {nsms} SMs x "
                            f"{width[br]['sm_clock_mhz']:.0f} MHz"))
+    share = _get(recs, "tma_share")
+    dl = {k: v["bytes_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
+          for k, v in share.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
+    bd = max(dl, key=dl.get)
+    out["l2_delivery_bytes_per_s"] = (dl[bd], _src(
+        recs, "tma_share", f"max over all-SM L2 streams of boxes shared by g SMs: {bd} "
+                           f"{share[bd]['bytes_per_cycle_per_sm']:.2f} B/clk/SM (median CTA) x {nsms} SMs x "
+                           f"{share[bd]['sm_clock_mhz']:.0f} MHz"))
+    dr = {k: v["rows_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
+          for k, v in share.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
+    bq = max(dr, key=dr.get)
+    out["l2_delivery_requests_per_s"] = (dr[bq], _src(
+        recs, "tma_share", f"max over all-SM L2 streams of boxes shared by g SMs of box rows/s: {bq} "
+                           f"{share[bq]['rows_per_cycle_per_sm']:.3f} rows/clk/SM x {nsms} SMs x "
+                           f"{share[bq]['sm_clock_mhz']:.0f} MHz"))
     narrow = {k: v for k, v in width.items() if k.startswith("L2,w32B,") and k.endswith("sms1")}
     deep = max(narrow, key=lambda k: int(k.split(",r")[1].split(",")[0]))
     nrows = int(deep.split(",r")[1].split(",")[0])
@@ -158,6 +177,8 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
     # mbarrier
     arrive = float(_get(recs, "mbarrier", "single_thread", "arrive", "cycles_per_op_minus_loop"))
     out["mbarrier_arrive_cycles"] = (arrive, _src(recs, "mbarrier", "single_thread.arrive.cycles_per_op_minus_loop"))
+    tw = float(_get(recs, "mbarrier", "single_thread", "try_wait_completed_phase", "cycles_per_op_minus_loop"))
+    out["mbarrier_try_wait_cycles"] = (tw, _src(recs, "mbarrier", "single_thread.try_wait_completed_phase.cycles_per_op_minus_loop"))
     pp = _get(recs, "mbarrier", "pingpong")
     one_way = statistics.median(v["one_way_cycles"] for v in pp.values())
     out["mbarrier_wakeup_cycles"] = (one_way - arrive, _src(
@@ -185,6 +206,11 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
         n = int(shape.split("n")[1].split("k")[0])
         if n >= 64 and dt == "f16" and acc == "f32" and src == "SS" and c == "C1" and wg == "WG1":
             fixed.append(v["latency_minus_overhead_cycles"] - v["ideal_tensor_cycles"])
+    sync = [v["overhead_cycles_fence_commit_wait"] for v in cfgs.values() if "overhead_cycles_fence_commit_wait" in v]
+    if sync:
+        out["wgmma_sync_cycles"] = (statistics.median(sync), _src(
+            recs, "wgmma", f"median over {len(sync)} configurations of overhead_cycles_fence_commit_wait "
+                           "(a round of fence, commit, wait_group 0 with no wgmma)"))
     if not fixed:
         raise CalibrationError("wgmma needs m64nNk16 f16/f32 SS C1 WG1 configurations with N >= 64")
     out["wgmma_fixed_latency_cycles"] = (statistics.median(fixed), _src(

@@ -83,7 +83,7 @@ def tma_latency(rec: dict) -> list[MicroRow]:
 
 
 def _tma_stream(gpu, *, boxes: int, box_bytes: int, rows: int, per_round: int, rounds_in_flight: int,
-                sms: int, hit: bool) -> float:
+                sms: int, hit: bool, share: float = 1.0) -> float:
     """One thread per SM streams `boxes` boxes in rounds of `per_round`, at most
     `rounds_in_flight` rounds outstanding; the SM's link is its 1/sms share (all SMs alike).
     Returns SM cycles per box."""
@@ -101,7 +101,7 @@ def _tma_stream(gpu, *, boxes: int, box_bytes: int, rows: int, per_round: int, r
             t = max(t, ends[-rounds_in_flight] + wake)
         done = 0.0
         for _ in range(min(per_round, boxes - n)):
-            done = max(done, tma.load(t, ("b", n), box_bytes, hit=hit, rows=rows))
+            done = max(done, tma.load(t, ("b", n), box_bytes, hit=hit, hbm_share=share, rows=rows))
             t += float(gpu.timing.tma_issue_cycles.value)
             n += 1
         ends.append(done)
@@ -121,6 +121,23 @@ def tma_width(rec: dict) -> list[MicroRow]:
                              float(v["cycles_per_box"]), sim, unit="cycles/box",
                              calibration=cfg in ("L2,w128B,r128,sms132", "L2,w128B,r128,sms1",
                                                  "L2,w32B,r128,sms132", "L2,w32B,r128,sms1")))
+    return rows
+
+
+def tma_share(rec: dict) -> list[MicroRow]:
+    """The width stream with boxes shared by g SMs (each reads 1/g of the distinct bytes)."""
+    rows = []
+    best = max(rec["results"].items(), key=lambda kv: kv[1]["bytes_per_cycle_per_sm"] * (kv[0].endswith("sms132")))[0]
+    for cfg, v in rec["results"].items():
+        where, w, r, g, sms = cfg.split(",")
+        nrows, nsms, share = int(r[1:]), int(sms[3:]), int(g[1:])
+        gpu = _gpu(v.get("sm_clock_mhz"))
+        sim = _tma_stream(gpu, boxes=int(v["boxes_per_cta"]), box_bytes=int(v["box_bytes"]), rows=nrows,
+                          per_round=int(v["boxes_per_round"]), rounds_in_flight=2, sms=nsms,
+                          hit=True, share=1.0 / share)
+        rows.append(MicroRow(f"TMA stream L2 {w} box rows {nrows} shared by {share}, {nsms} SM(s)",
+                             "l2_delivery_bytes_per_s / l2_bytes_per_s", float(v["cycles_per_box"]), sim,
+                             unit="cycles/box", calibration=cfg == best))
     return rows
 
 
@@ -197,6 +214,9 @@ def mbarrier(rec: dict) -> list[MicroRow]:
     r = rec["results"]
     rows = [MicroRow("mbarrier arrive (one thread)", "mbarrier_arrive_cycles",
                      float(r["single_thread"]["arrive"]["cycles_per_op_minus_loop"]), arrive, calibration=True)]
+    rows.append(MicroRow("mbarrier try_wait on a completed phase", "mbarrier_try_wait_cycles",
+                         float(r["single_thread"]["try_wait_completed_phase"]["cycles_per_op_minus_loop"]),
+                         float(t.mbarrier_try_wait_cycles.value), calibration=True))
     pp = statistics.median(v["one_way_cycles"] for v in r["pingpong"].values())
     rows.append(MicroRow("mbarrier ping-pong one way", "mbarrier_arrive_cycles + mbarrier_wakeup_cycles",
                          pp, arrive + wake, calibration=True))
@@ -234,7 +254,8 @@ def global_bandwidth(rec: dict) -> list[MicroRow]:
     return rows
 
 
-REPLAYS = {"smem": smem, "tma_latency": tma_latency, "tma_width": tma_width, "tma_stream": tma_stream,
+REPLAYS = {"smem": smem, "tma_latency": tma_latency, "tma_width": tma_width, "tma_share": tma_share,
+           "tma_stream": tma_stream,
            "wgmma": wgmma, "wgmma_chip": wgmma_chip, "mbarrier": mbarrier, "global_latency": global_latency,
            "global_bandwidth": global_bandwidth}
 

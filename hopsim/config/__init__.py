@@ -50,6 +50,16 @@ class GpuConfig(BaseModel):
         return float(self.timing.l2_bytes_per_s.value) / self.clock_hz
 
     @property
+    def l2_delivery_bytes_per_cycle(self) -> float:
+        """Whole-chip L2 -> SM delivered bytes per SM cycle (`timing.l2_delivery_bytes_per_s`)."""
+        return float(self.timing.l2_delivery_bytes_per_s.value) / self.clock_hz
+
+    @property
+    def l2_delivery_requests_per_cycle(self) -> float:
+        """Whole-chip L2 -> SM delivered requests per SM cycle (`timing.l2_delivery_requests_per_s`)."""
+        return float(self.timing.l2_delivery_requests_per_s.value) / self.clock_hz
+
+    @property
     def hbm_bytes_per_cycle(self) -> float:
         """Whole-chip HBM -> L2 bytes per SM cycle at this run's clock (`timing.hbm_bytes_per_s`)."""
         return float(self.timing.hbm_bytes_per_s.value) / self.clock_hz

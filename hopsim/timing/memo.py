@@ -315,8 +315,11 @@ class DispatchResidency:
         fetch it together, each moving bytes / r over its own HBM link and paying the miss latency
         (MSHR merging, as the shared mode's ready times do);
       - resident and c inside T's fetch window: the same merged miss (bytes / r);
-      - resident otherwise: a hit.
-    `classify(cta)` returns {(warp, i): (hit, hbm_share)}, also the memo key.
+      - resident otherwise: a hit, read at about the same time by the r readers of T in its share
+        window [c, c + slots) (opened by the first reader after the previous window): the L2
+        reads the bytes once for them (share 1/r of the L2 read bandwidth) and delivers them to
+        each SM (`MemorySystem._l2_service`).
+    `classify(cta)` returns {(warp, i): (hit, share)}, also the memo key.
     """
 
     def __init__(self, plan: TilePlan, residency, num_ctas: int, slots: int):
@@ -336,7 +339,8 @@ class DispatchResidency:
                     lst = self.readers.setdefault((h, co), [])
                     if not lst or lst[-1] != c:
                         lst.append(c)
-        self.window: dict = {}  # tile -> (window end, share)
+        self.window: dict = {}  # tile -> (fetch window end, share of the HBM fetch)
+        self.share: dict = {}  # tile -> (share window end, share of the L2 read) for hits
 
     def tiles(self, cta: int) -> list[list]:
         t = self._tiles.get(cta)
@@ -358,5 +362,13 @@ class DispatchResidency:
                 if win is not None and cta < win[0]:
                     out[(w, i)] = (False, win[1])
                 else:
-                    out[(w, i)] = (True, 0.0)
+                    # an L2 hit: the readers of T in its share window (one wave from the first
+                    # reader after the last window) read it at about the same time; the L2 serves
+                    # the bytes once and delivers them to each (microbench__tma_share.json)
+                    sw = self.share.get(t)
+                    if sw is None or cta >= sw[0]:
+                        rd = self.readers.get(t, [cta])
+                        r = max(1, b.bisect_left(rd, cta + self.slots) - b.bisect_left(rd, cta))
+                        sw = self.share[t] = (cta + self.slots, 1.0 / r)
+                    out[(w, i)] = (True, sw[1])
         return out

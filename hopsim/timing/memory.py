@@ -11,6 +11,10 @@ Model (what it does):
   (`timing.hbm_bytes_per_s`), converted to bytes per SM cycle at the run's SM clock
   (`GpuConfig.clock_mhz`: L2 and HBM have clocks of their own). A hit moves its bytes over the L2 pipe; a miss over the HBM pipe
   and then the L2 pipe.
+- **Shared reads** (partitioned mode): tiles that several SMs read at about the same time are read
+  from L2 once and delivered to each (`timing.l2_delivery_bytes_per_s` bounds the delivery;
+  microbench__tma_share.json: 7.7-8 TB/s of distinct data, up to ~20 TB/s delivered when 4+ SMs
+  read the same boxes). The shared mode charges every read as distinct (not modelled there).
 - **Requests**: the L2 also has a request rate (`timing.l2_requests_per_s`); a TMA box makes one
   request per row, so narrow boxes (32B/64B swizzle) are request-bound, wide ones byte-bound.
 - **Latency**: a hit completes `timing.gmem_l2_latency_cycles` after its bytes leave the L2 pipe;
@@ -95,6 +99,8 @@ class MemorySystem:
         self.l2_bw = gpu.l2_bytes_per_cycle  # bytes/s at the run's SM clock (config)
         self.hbm_bw = gpu.hbm_bytes_per_cycle
         self.l2_req = gpu.l2_requests_per_cycle
+        self.l2_dlv = gpu.l2_delivery_bytes_per_cycle
+        self.l2_dlv_req = gpu.l2_delivery_requests_per_cycle
         self.l2_pipe = Pipe("L2->SM", trace)
         self.hbm_pipe = Pipe("HBM->L2", trace)
         self.residency = L2Residency(int(gpu.spec.l2_bytes.value))
@@ -103,11 +109,12 @@ class MemorySystem:
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
         self.bytes_to_l2 = 0  # bytes stored
 
-    def _l2_service(self, nbytes: int, requests: int) -> float:
-        """L2 -> SM link time of a transfer: bytes or requests (one per TMA box row), the slower."""
-        t = nbytes / self.l2_bw
-        r = requests / self.l2_req
-        return r if r > t else t
+    def _l2_service(self, nbytes: int, requests: int, share: float = 1.0) -> float:
+        """L2 -> SM link time of a transfer: the slowest of the L2 read of its distinct bytes and
+        requests (`share` of them when SMs read the same tile together) and the delivery of all
+        its bytes and requests to this SM (`timing.l2_delivery_*_per_s`)."""
+        return max(nbytes * share / self.l2_bw, requests * share / self.l2_req,
+                   nbytes / self.l2_dlv, requests / self.l2_dlv_req)
 
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
              hbm_share: float = 1.0, requests: int = 1) -> tuple[float, bool]:
@@ -115,7 +122,9 @@ class MemorySystem:
 
         `hit` given: the residency was decided at CTA dispatch (partitioned mode, memo.py); a
         miss then moves `hbm_share * nbytes` over this link's HBM pipe (its share of a fetch
-        merged with the other CTAs of its wave that read the tile) and pays the miss latency."""
+        merged with the other CTAs of its wave that read the tile) and pays the miss latency;
+        hit or miss, `hbm_share` is also its share of the L2 read of those bytes (read once,
+        delivered to each reader). Without `hit` (shared mode) every read is a distinct read."""
         res = self.residency
         if hit is None:
             hit = res.access(key, nbytes)
@@ -125,12 +134,12 @@ class MemorySystem:
                     arrival = ready
         if hit:
             self.bytes_from_l2 += nbytes
-            t = self.l2_pipe.reserve(arrival, self._l2_service(nbytes, requests), "hit")
+            t = self.l2_pipe.reserve(arrival, self._l2_service(nbytes, requests, hbm_share), "hit")
             return t + self.jitter(self.l2_latency), True
         self.bytes_from_hbm += nbytes * hbm_share
         t = self.hbm_pipe.reserve(arrival, nbytes * hbm_share / self.hbm_bw, "miss")
         res.set_ready(key, t + self.hbm_latency - self.l2_latency)
-        t = self.l2_pipe.reserve(t, self._l2_service(nbytes, requests), "miss")
+        t = self.l2_pipe.reserve(t, self._l2_service(nbytes, requests, hbm_share), "miss")
         return t + self.jitter(self.hbm_latency), False
 
     def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
@@ -159,5 +168,7 @@ class SmLink(MemorySystem):
         self.l2_bw /= num_sms
         self.hbm_bw /= num_sms
         self.l2_req /= num_sms
+        self.l2_dlv /= num_sms
+        self.l2_dlv_req /= num_sms
         self.l2_pipe.name = f"SM{sm_id}.L2 link"
         self.hbm_pipe.name = f"SM{sm_id}.HBM link"

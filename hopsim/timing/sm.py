@@ -92,6 +92,8 @@ class _Consts:
         self.arrive = float(t.mbarrier_arrive_cycles.value)
         self.wakeup = float(t.mbarrier_wakeup_cycles.value)
         self.tma_issue = float(t.tma_issue_cycles.value)
+        self.try_wait = float(t.mbarrier_try_wait_cycles.value)
+        self.wgmma_sync = float(t.wgmma_sync_cycles.value)
         self.bar_sync = float(t.bar_sync_cycles.value)
         self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
         self.banks = int(gpu.spec.smem_banks.value)
@@ -163,6 +165,7 @@ class CtaRun:
         st.start = env.now
         smsp = sm.sched.pipes[w % sm.sched.n]
         slices = st.slices
+        woken = False  # the last issue of this warp blocked and was woken (its wait is paid)
         while True:
             eff = ex.issue(w, ALU_BATCH)
             now = env.now
@@ -174,10 +177,12 @@ class CtaRun:
                 st.add_wait(wait_name(key), env.now - now)
                 if slices is not None:
                     slices.append((now, env.now, f"wait {ex.describe(key)}"))
+                woken = True
                 continue
             kind = eff.kind
             n = eff.count
             st.instructions += n
+            woken, was_woken = False, woken
             issued = smsp.reserve(now, n * c.issue)
             resume = issued
             what = None
@@ -221,6 +226,12 @@ class CtaRun:
                 self._at(write_done, eff, ("bulk", w))
             elif kind == Kind.LD_GLOBAL or kind == Kind.ST_GLOBAL:
                 resume, what = self._global(eff, issued), "gmem"
+            elif kind == Kind.MBAR_WAIT:
+                if not was_woken:  # a try_wait that finds its phase complete still costs its round trip
+                    resume, what = issued + c.try_wait, "mbarrier_try_wait"
+            elif kind == Kind.WGMMA_WAIT:
+                # fence + commit + wait_group of a round (microbench__wgmma: overhead with no wgmma)
+                resume, what = issued + c.wgmma_sync, "wgmma_sync"
             elif kind == Kind.EXIT:
                 if issued > now:
                     yield env.timeout(-(-issued // 1) - now)
