@@ -93,6 +93,18 @@ def _src(recs: dict, name: str, what: str) -> str:
     return f"measured: microbench__{name}.json ({prov.get('device_name', '?')}, {date}, commit {commit}): {what}"
 
 
+def _chip_max(recs: dict, name: str, results: dict, key: str, nsms: int, what: str) -> tuple[float, str]:
+    """The largest all-SM L2 stream of a record, per second for the chip: `key` per SM per cycle x
+    SMs x the SM clock of that stream (L2 runs on its own clock)."""
+    chip = {k: v[key] * nsms * v["sm_clock_mhz"] * 1e6
+            for k, v in results.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
+    if not chip:
+        raise CalibrationError(f"{name} has no all-SM (sms{nsms}) L2 configuration")
+    best = max(chip, key=chip.get)
+    return chip[best], _src(recs, name, f"max over all-SM L2 streams: {best} {results[best][key]:.3f} {what} "
+                                        f"(median CTA) x {nsms} SMs x {results[best]['sm_clock_mhz']:.0f} MHz")
+
+
 def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, str]]:
     """{timing field: (value, source)} from the microbenchmark records."""
     recs = _micro(pathlib.Path(records_dir or RECORDS_DIR))
@@ -117,43 +129,20 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
     out["gmem_hbm_latency_cycles"] = (statistics.median(hbm), _src(
         recs, "global_latency", f"median of {len(hbm)} ld.global.cg chases with footprint >= 64 MiB"))
 
-    # bandwidths (memory clock domain: bytes/s)
+    # bandwidths (memory clock domain: per second)
     width = _get(recs, "tma_width")
+    share = _get(recs, "tma_share")
     nsms = int(recs["tma_width"].get("provenance", {}).get("sm_count", 132))
-    chip = {k: v["bytes_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
-            for k, v in width.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
-    if not chip:
-        raise CalibrationError(f"tma_width has no all-SM (sms{nsms}) L2 configuration")
-    best = max(chip, key=chip.get)
-    out["l2_bytes_per_s"] = (chip[best], _src(
-        recs, "tma_width", f"max over all-SM L2 streams: {best} {width[best]['bytes_per_cycle_per_sm']:.2f} "
-                           f"B/clk/SM x {nsms} SMs x {width[best]['sm_clock_mhz']:.0f} MHz"))
+    for field, name, res, key, what in (
+            ("l2_bytes_per_s", "tma_width", width, "bytes_per_cycle_per_sm", "B/clk/SM"),
+            ("l2_requests_per_s", "tma_width", width, "rows_per_cycle_per_sm", "box rows/clk/SM"),
+            ("l2_delivery_bytes_per_s", "tma_share", share, "bytes_per_cycle_per_sm", "B/clk/SM, boxes shared by g SMs"),
+            ("l2_delivery_requests_per_s", "tma_share", share, "rows_per_cycle_per_sm", "box rows/clk/SM, boxes shared by g SMs")):
+        out[field] = _chip_max(recs, name, res, key, nsms, what)
     one = {k: v["bytes_per_cycle_per_sm"] for k, v in width.items() if k.startswith("L2,") and k.endswith("sms1")}
     best1 = max(one, key=one.get)
     out["tma_bytes_per_cycle"] = (one[best1], _src(
         recs, "tma_width", f"max over one-SM L2 streams: {best1} bytes_per_cycle_per_sm"))
-    rows_chip = {k: v["rows_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
-                 for k, v in width.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
-    br = max(rows_chip, key=rows_chip.get)
-    out["l2_requests_per_s"] = (rows_chip[br], _src(
-        recs, "tma_width", f"max over all-SM L2 streams of box rows/s: {br} "
-                           f"{width[br]['rows_per_cycle_per_sm']:.3f} rows/clk/SM x {nsms} SMs x "
-                           f"{width[br]['sm_clock_mhz']:.0f} MHz"))
-    share = _get(recs, "tma_share")
-    dl = {k: v["bytes_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
-          for k, v in share.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
-    bd = max(dl, key=dl.get)
-    out["l2_delivery_bytes_per_s"] = (dl[bd], _src(
-        recs, "tma_share", f"max over all-SM L2 streams of boxes shared by g SMs: {bd} "
-                           f"{share[bd]['bytes_per_cycle_per_sm']:.2f} B/clk/SM (median CTA) x {nsms} SMs x "
-                           f"{share[bd]['sm_clock_mhz']:.0f} MHz"))
-    dr = {k: v["rows_per_cycle_per_sm"] * nsms * v["sm_clock_mhz"] * 1e6
-          for k, v in share.items() if k.startswith("L2,") and k.endswith(f"sms{nsms}")}
-    bq = max(dr, key=dr.get)
-    out["l2_delivery_requests_per_s"] = (dr[bq], _src(
-        recs, "tma_share", f"max over all-SM L2 streams of boxes shared by g SMs of box rows/s: {bq} "
-                           f"{share[bq]['rows_per_cycle_per_sm']:.3f} rows/clk/SM x {nsms} SMs x "
-                           f"{share[bq]['sm_clock_mhz']:.0f} MHz"))
     narrow = {k: v for k, v in width.items() if k.startswith("L2,w32B,") and k.endswith("sms1")}
     deep = max(narrow, key=lambda k: int(k.split(",r")[1].split(",")[0]))
     nrows = int(deep.split(",r")[1].split(",")[0])

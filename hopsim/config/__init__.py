@@ -44,30 +44,30 @@ class GpuConfig(BaseModel):
     def clock_hz(self) -> float:
         return self.clock_mhz * 1e6
 
+    def per_cycle(self, field: str) -> float:
+        """A chip-wide `timing.<field>` given per second (L2/HBM clock domains) in units per SM
+        cycle at this run's SM clock."""
+        return float(getattr(self.timing, field).value) / self.clock_hz
+
     @property
     def l2_bytes_per_cycle(self) -> float:
-        """Whole-chip L2 -> SM bytes per SM cycle at this run's clock (`timing.l2_bytes_per_s`)."""
-        return float(self.timing.l2_bytes_per_s.value) / self.clock_hz
-
-    @property
-    def l2_delivery_bytes_per_cycle(self) -> float:
-        """Whole-chip L2 -> SM delivered bytes per SM cycle (`timing.l2_delivery_bytes_per_s`)."""
-        return float(self.timing.l2_delivery_bytes_per_s.value) / self.clock_hz
-
-    @property
-    def l2_delivery_requests_per_cycle(self) -> float:
-        """Whole-chip L2 -> SM delivered requests per SM cycle (`timing.l2_delivery_requests_per_s`)."""
-        return float(self.timing.l2_delivery_requests_per_s.value) / self.clock_hz
-
-    @property
-    def hbm_bytes_per_cycle(self) -> float:
-        """Whole-chip HBM -> L2 bytes per SM cycle at this run's clock (`timing.hbm_bytes_per_s`)."""
-        return float(self.timing.hbm_bytes_per_s.value) / self.clock_hz
+        return self.per_cycle("l2_bytes_per_s")
 
     @property
     def l2_requests_per_cycle(self) -> float:
-        """Whole-chip L2 requests per SM cycle at this run's clock (`timing.l2_requests_per_s`)."""
-        return float(self.timing.l2_requests_per_s.value) / self.clock_hz
+        return self.per_cycle("l2_requests_per_s")
+
+    @property
+    def l2_delivery_bytes_per_cycle(self) -> float:
+        return self.per_cycle("l2_delivery_bytes_per_s")
+
+    @property
+    def l2_delivery_requests_per_cycle(self) -> float:
+        return self.per_cycle("l2_delivery_requests_per_s")
+
+    @property
+    def hbm_bytes_per_cycle(self) -> float:
+        return self.per_cycle("hbm_bytes_per_s")
 
     def at_clock(self, mhz: float | None) -> "GpuConfig":
         """A copy simulated at SM clock `mhz` (None: the spec's maximum)."""
