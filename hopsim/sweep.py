@@ -104,6 +104,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("epilogue", "epilogue", "choice", ("direct", "stmatrix"), "C store path"),
     Knob("raster", "raster", "choice", ("row", "grouped"), "CTA rasterisation"),
     Knob("group_m", "group-m", "int", (1, 2, 4, 8, 16), "M-tiles per group (raster grouped)"),
+    Knob("tma_issuer", "tma-issuer", "choice", ("lane", "elect"),
+         "TMA copies issued by lane 0 (lane predicate / one thread) or by the elect.sync lane"),
     Knob("gpu", "gpu", "choice", (), "GPU configuration"),
 )
 

@@ -493,7 +493,7 @@ class _Gen:
                     self.e(f"st.global.v4.b32 [{base}{'+' + str(go) if go else ''}], {{{', '.join(vs)}}};")
 
     # ---------------------------------------------------------------- the kernel
-    def mainloop(self, cw: str | None, single: bool) -> None:
+    def mainloop(self, cw: str | None, single: bool, issuer: str | None = None) -> None:
         """The consumer k-loop (single: with warp 0's refill of the freed stage)."""
         S, KT = self.S, self.KT
         kt, s, ph = self.u("kt"), self.u("s"), self.u("ph")
@@ -531,7 +531,7 @@ class _Gen:
             kl = self.u("kload")
             self.e(f"add.u32 {kl}, {rel}, {S};")
             self.stage_addrs(rs, sa, sb, bar, "full_bar")
-            self.load_stage(sa, sb, bar, kl, lane0)
+            self.load_stage(sa, sb, bar, kl, issuer or lane0)
         else:
             sig = self.pr("signal")
             ebar = self.u("ebar")
@@ -577,6 +577,10 @@ class _Gen:
         lane, lane0 = self.u("lane"), self.pr("lane0")
         self.e(f"and.b32 {lane}, {tid}, 31;")
         self.e(f"setp.eq.u32 {lane0}, {lane}, 0;")
+        issuer = lane0
+        if p.tma_issuer == "elect":  # the copies' guard: the lane elect.sync elects (all lanes here)
+            issuer = self.pr("issuer")
+            self.e(f"elect.sync _|{issuer}, 0xffffffff;", "tma_issuer elect")
         done = "DONE"
         if not self.WS:
             w0 = self.pr("warp0")
@@ -588,13 +592,13 @@ class _Gen:
             top = self.label("PROLOGUE")
             self.place(top)
             self.stage_addrs(s, sa, sb, bar)
-            self.load_stage(sa, sb, bar, s, lane0)
+            self.load_stage(sa, sb, bar, s, issuer)
             pl = self.pr("loop")
             self.e(f"add.u32 {s}, {s}, 1;")
             self.e(f"setp.lt.u32 {pl}, {s}, {min(S, self.KT)};")
             self.g(f"@{pl}", f"bra {top};")
             self.place(skip)
-            self.mainloop(None, single=True)
+            self.mainloop(None, single=True, issuer=issuer)
         else:
             wg, pc = self.u("wg"), self.pr("consumer")
             consumer = "CONSUMER"
@@ -615,7 +619,7 @@ class _Gen:
             self.bar_addr(ebar, s, "empty_bar")
             self.wait(ebar, ph)
             self.stage_addrs(s, sa, sb, bar)
-            self.load_stage(sa, sb, bar, kt, t0)
+            self.load_stage(sa, sb, bar, kt, issuer if p.tma_issuer == "elect" else t0)
             pl = self.pr("loop")
             self.e(f"add.u32 {kt}, {kt}, 1;")
             self.e(f"setp.lt.u32 {pl}, {kt}, {self.KT};")

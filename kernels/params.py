@@ -58,6 +58,10 @@ def _need(ok: bool, field: str, value: object, allowed: str) -> None:
         raise InputError(field, value, allowed, where=WHERE)
 
 
+#: Fields added after H100 records existed -> their default (left out of to_dict() at the default).
+LATER_FIELDS = {"tma_issuer": "lane"}
+
+
 @dataclass(frozen=True)
 class GemmParams:
     """One configuration of the GEMM family; invalid combinations raise InputError."""
@@ -80,6 +84,10 @@ class GemmParams:
     epilogue: str = "direct"
     raster: str = "row"
     group_m: int = 8
+    #: who issues the TMA copies: "lane" (lane 0 by a lane predicate, or thread 0 alone in the ws
+    #: producer, as the records up to this field) or "elect" (the lane elect.sync elects, as
+    #: CUTLASS's elect_one_sync(); ptxas then issues on the uniform path, microbench__tma_issue)
+    tma_issuer: str = "lane"
 
     # ------------------------------------------------------------------ validation
     def __post_init__(self) -> None:
@@ -119,6 +127,7 @@ class GemmParams:
         _need(self.epilogue in ("direct", "stmatrix"), "epilogue", self.epilogue,
               "one of direct, stmatrix")
         _need(self.raster in ("row", "grouped"), "raster", self.raster, "one of row, grouped")
+        _need(self.tma_issuer in ("lane", "elect"), "tma_issuer", self.tma_issuer, "one of lane, elect")
         _need(self.group_m in (1, 2, 4, 8, 16), "group_m", self.group_m, "one of 1, 2, 4, 8, 16")
         _need(1 <= self.stages <= 8, "stages", self.stages, "1..8")
         _need(self.acc_regs <= MAX_ACC_REGS, "bn", self.bn,
@@ -254,6 +263,7 @@ class GemmParams:
             "GEMM_EPILOGUE": 0 if self.epilogue == "direct" else 1,
             "GEMM_RASTER": 0 if self.raster == "row" else 1,
             "GEMM_GROUP": self.group_m,
+            "GEMM_ELECT": 1 if self.tma_issuer == "elect" else 0,
         }
 
     def nvcc_flags(self) -> list[str]:
@@ -261,7 +271,13 @@ class GemmParams:
 
     # ------------------------------------------------------------------ naming / IO
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields; those added after the first records (LATER_FIELDS) only when they differ
+        from their default, so earlier records' params and tags stay what they were."""
+        d = dataclasses.asdict(self)
+        for f, default in LATER_FIELDS.items():
+            if d.get(f) == default:
+                del d[f]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "GemmParams":
@@ -281,6 +297,6 @@ class GemmParams:
         cta = "c1" if self.ctas_per_sm == 1 else "cauto"
         base = (f"{self.m}x{self.n}x{self.k}_{self.dtype}{self.accum}_{self.layout}_"
                 f"{self.bm}x{self.bn}x{self.bk}_s{self.stages}_r{self.box_rows}_{self.swizzle}_{v}_"
-                f"{cta}_{self.epilogue}_{self.raster}")
+                f"{cta}_{self.epilogue}_{self.raster}" + ("_elect" if self.tma_issuer == "elect" else ""))
         h = hashlib.sha1(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:6]
         return f"{base}_{h}"

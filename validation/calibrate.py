@@ -13,12 +13,13 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | smem_latency_cycles | smem: k_way_conflict_cycles[1] (p = ld.shared [p] chase, one wavefront) |
 | smem_cycles_per_wavefront | smem: cycles_per_extra_wavefront (slope of the k-way conflict chase) |
 | gmem_l2_latency_cycles | global_latency: median of the ld.global.cg chases with footprint <= 16 MiB |
-| gmem_hbm_latency_cycles | global_latency: median of the ld.global.cg chases with footprint >= 64 MiB |
+| hbm_extra_latency_ns | global_latency: median ns of the ld.global.cg chases with footprint >= 64 MiB - median ns of those <= 16 MiB (clock_domain: the L2 part is fixed in cycles, the rest in ns) |
 | l2_bytes_per_s | tma_width: max over the all-SM L2 configurations of bytes/cycle/SM x SMs x clock |
 | l2_delivery_bytes_per_s | tma_share: max over the all-SM L2 configurations (boxes shared by g SMs) of bytes/cycle/SM x SMs x clock |
 | l2_delivery_requests_per_s | tma_share: the same, in box rows/cycle/SM |
 | hbm_bytes_per_s | tma_stream: max over configurations of tb_per_s_events |
 | tma_issue_cycles | tma_latency: slope of the issuing thread's cycles over k boxes (k = 1..16, L2 64x8) |
+| tma_issue_elect_cycles | tma_issue: R8,warp_elect (copies guarded by elect.sync), (issue time of 32 boxes - of 1) / 31 |
 | tma_bytes_per_cycle | tma_width: max over the one-SM L2 configurations of bytes/cycle/SM |
 | l2_requests_per_s | tma_width: max over the all-SM L2 configurations of box rows/cycle/SM x SMs x clock |
 | tma_row_cycles | tma_width: one SM, 32-B wide box with the most rows: cycles per box / rows |
@@ -28,10 +29,12 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | mbarrier_wakeup_cycles | mbarrier: pingpong one-way (median over warp pairs) - arrive |
 | mbarrier_try_wait_cycles | mbarrier: single_thread.try_wait_completed_phase |
 | wgmma_sync_cycles | wgmma: median over configurations of the fence/commit/wait round with no wgmma |
+| wgmma_issue_cycles | wgmma_queue: m64n128k16 on an empty pipe, slope of the issue time over L = 1..4 wgmmas |
+| wgmma_queue_depth | wgmma_queue: 16 - (issue time of 16 wgmmas - of 8) / (N/2) on an empty pipe, median over N |
 | cta_launch_cycles | launch: extra_us_per_additional_wave_of_ctas x the record's SM clock |
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
-alu_latency_cycles, wgmma_issue_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
+alu_latency_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
 """
 
 from __future__ import annotations
@@ -126,8 +129,12 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
         raise CalibrationError("global_latency needs ld.global.cg footprints <= 16 MiB and >= 64 MiB")
     out["gmem_l2_latency_cycles"] = (statistics.median(l2), _src(
         recs, "global_latency", f"median of {len(l2)} ld.global.cg chases with footprint <= 16 MiB"))
-    out["gmem_hbm_latency_cycles"] = (statistics.median(hbm), _src(
-        recs, "global_latency", f"median of {len(hbm)} ld.global.cg chases with footprint >= 64 MiB"))
+    l2_ns = [v["ns"] for k, v in foot.items() if k.endswith(".cg") and kib(k) <= 16384]
+    hbm_ns = [v["ns"] for k, v in foot.items() if k.endswith(".cg") and kib(k) >= 65536]
+    out["hbm_extra_latency_ns"] = (statistics.median(hbm_ns) - statistics.median(l2_ns), _src(
+        recs, "global_latency", f"median ns of {len(hbm_ns)} ld.global.cg chases >= 64 MiB "
+        f"({statistics.median(hbm_ns):.1f}) - median ns of {len(l2_ns)} <= 16 MiB ({statistics.median(l2_ns):.1f}); "
+        "memory clock domain per microbench__clock_domain"))
 
     # bandwidths (memory clock domain: per second)
     width = _get(recs, "tma_width")
@@ -162,6 +169,11 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
     issue = (byk[ks[-1]]["issue_cycles"]["median"] - byk[ks[0]]["issue_cycles"]["median"]) / (ks[-1] - ks[0])
     out["tma_issue_cycles"] = (issue, _src(
         recs, "tma_latency", f"L2,64x8 issuing thread's cycles, slope over k = {ks[0]}..{ks[-1]} boxes"))
+    if "tma_issue" in recs:
+        e = _get(recs, "tma_issue", "R8,warp_elect", "by_k")
+        out["tma_issue_elect_cycles"] = ((e["32"]["issue_cycles"] - e["1"]["issue_cycles"]) / 31, _src(
+            recs, "tma_issue", f"R8,warp_elect: (issue time of 32 boxes {e['32']['issue_cycles']:.0f} - of 1 "
+                               f"{e['1']['issue_cycles']:.0f}) / 31"))
 
     # mbarrier
     arrive = float(_get(recs, "mbarrier", "single_thread", "arrive", "cycles_per_op_minus_loop"))
@@ -200,6 +212,18 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
         out["wgmma_sync_cycles"] = (statistics.median(sync), _src(
             recs, "wgmma", f"median over {len(sync)} configurations of overhead_cycles_fence_commit_wait "
                            "(a round of fence, commit, wait_group 0 with no wgmma)"))
+    if "wgmma_queue" in recs:
+        q = _get(recs, "wgmma_queue", "by_config")
+        iss = {l: q[f"m64n128k16,L{l},C1,wait0"]["issue_cycles"] for l in (1, 2, 4)}
+        slope = (iss[4] - iss[1]) / 3
+        out["wgmma_issue_cycles"] = (slope, _src(
+            recs, "wgmma_queue", f"m64n128k16, empty pipe (wait0): slope of the issue time over L = 1..4 "
+                                 f"({iss[1]:.0f}, {iss[2]:.0f}, {iss[4]:.0f} cycles)"))
+        deep = [16 - (q[f"m64n{n}k16,L16,C1,wait0"]["issue_cycles"] - q[f"m64n{n}k16,L8,C1,wait0"]["issue_cycles"]) / (n / 2)
+                for n in (64, 128, 256)]
+        out["wgmma_queue_depth"] = (float(round(statistics.median(deep))), _src(
+            recs, "wgmma_queue", "median over N = 64/128/256 of 16 - (issue time of 16 wgmmas - of 8) / (N/2) "
+                                 f"on an empty pipe ({', '.join(f'{d:.2f}' for d in deep)}), rounded"))
     if not fixed:
         raise CalibrationError("wgmma needs m64nNk16 f16/f32 SS C1 WG1 configurations with N >= 64")
     out["wgmma_fixed_latency_cycles"] = (statistics.median(fixed), _src(

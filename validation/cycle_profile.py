@@ -53,6 +53,28 @@ def configurations(records_dir: pathlib.Path = RECORDS) -> list[GemmParams]:
     return [GemmParams.from_dict(seen[k]) for k in sorted(seen)]
 
 
+def one_sm_configurations() -> list[GemmParams]:
+    """One CTA on one SM (M = BM, N = BN, K = 4096): the mainloop without chip-level contention.
+    A diagnostic set (`--set one_sm`): no `gemm` record pairs with these, so `validate compare`
+    does not count them; they separate what happens inside an SM from L2/HBM sharing."""
+    from validation.gemm_runs import SINGLE, WS1, WS2
+
+    out = []
+    for st in (1, 2, 3, 4, 6):
+        out.append(GemmParams(m=128, n=128, k=4096, **{**SINGLE, "stages": st}))
+    for r in (8, 64):
+        out.append(GemmParams(m=128, n=128, k=4096, **{**SINGLE, "box_rows": r}))
+    for r in (8, 64, 128):
+        out.append(GemmParams(m=128, n=128, k=4096, **{**WS1, "box_rows": r}))
+    out.append(GemmParams(m=128, n=256, k=4096, **WS2))
+    out.append(GemmParams(m=128, n=128, k=4096, **{**SINGLE, "swizzle": "64B"}))
+    out.append(GemmParams(m=128, n=128, k=4096, **{**WS1, "swizzle": "64B"}))
+    for base in (SINGLE, WS1):
+        for r in (8, 128):
+            out.append(GemmParams(m=128, n=128, k=4096, **{**base, "box_rows": r, "tma_issuer": "elect"}))
+    return out
+
+
 def _compile(p: GemmParams):
     from validation.harness import compile_gemm
 
@@ -151,8 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=pathlib.Path, default=RECORDS,
                     help="where the gemm records are (default validation/records/h100)")
     ap.add_argument("--budget", type=float, default=520.0, help="seconds; stops cleanly after")
+    ap.add_argument("--set", choices=("records", "one_sm"), default="records",
+                    help="records: every configuration of the gemm records; one_sm: one CTA on one SM")
     args = ap.parse_args(argv)
-    confs = configurations(args.records)
+    confs = configurations(args.records) if args.set == "records" else one_sm_configurations()
     k, n = (int(x) for x in args.part.split("/"))
     confs = confs[(k - 1) * len(confs) // n: k * len(confs) // n]
     if args.only:

@@ -11,6 +11,7 @@ printed last. Sweeps:
   smoke       a handful of variants at 1024^3 and 4096^3
   best        candidates for the fastest variant at 4096^3 and 8192^3 (f16, f32 accumulate)
   shapes      the stages x box rows x CTAs/SM grid at 2048x2048x8192 and 8192x8192x4096
+  elect       tma_issuer elect (elect.sync-guarded TMA copies): both variants, box rows 8/64/128
   validation  issue 5's workload set (>= 60 configurations): stages 1..6 x box rows {8,64,128}
               x CTAs/SM {auto,1} at 4096^3 for both variants, 2048x2048x8192 and 8192x8192x4096
               points, a swizzle sweep and a layout sweep.
@@ -130,8 +131,20 @@ def sweep_shapes() -> list[GemmParams]:
     return out
 
 
+def sweep_elect() -> list[GemmParams]:
+    """tma_issuer elect (elect.sync-guarded copies) for both variants and box rows 8/64/128 at
+    4096^3, 4 stages, and the best ws2 shape: simulated before they were measured (the model's
+    elect cost comes from microbench__tma_issue only)."""
+    s = _cube(4096)
+    out = [GemmParams(**s, **{**base, "box_rows": r, "tma_issuer": "elect"})
+           for base in (SINGLE, WS1) for r in (8, 64, 128)]
+    out += [GemmParams(**s, **{**SINGLE, "box_rows": 8, "stages": st, "tma_issuer": "elect"}) for st in (2, 6)]
+    out += [GemmParams(**s, **{**WS2, "tma_issuer": "elect"}), GemmParams(**s, **{**WS2, "box_rows": 8, "tma_issuer": "elect"})]
+    return out
+
+
 SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation,
-          "shapes": sweep_shapes}
+          "shapes": sweep_shapes, "elect": sweep_elect}
 
 
 def sass_counts(cubin: pathlib.Path) -> dict | None:

@@ -7,22 +7,24 @@ at 1370-1980 MHz). The timing model counts SM cycles; whether an L2 or HBM numbe
 per SM cycle or a constant per nanosecond at a lower SM clock decides how a bandwidth or latency
 measured at 1980 MHz (every other microbenchmark ran there) carries over to a throttled run.
 
-Method: each measurement runs twice, idle (alone on the GPU, SM clock ~1980 MHz) and loaded: a
-"burner" kernel (the wgmma microbenchmark kernel, m64n256k16 f16 SS, 2 warpgroups, one CTA on
-every SM, random data, ~40 ms) is launched first on its own stream; 10 ms later (clocks have
-dropped) the measurement kernel is launched on a second stream and runs beside it on the same
-SMs (it needs few registers and little shared memory). Measurements:
+Method: each measurement runs idle (0.3 s after any other work; SM clock near 1980 MHz) and right
+after a "burner" kernel (the wgmma microbenchmark kernel, m64n256k16 f16 SS, 2 warpgroups, one CTA
+on every SM, random data, ~45 ms), while the SM clock is still lowered by it (the clock recovers
+over tens of ms). The measurement then runs alone on the GPU: nothing shares its SMs. (A first
+version launched the measurement beside the burner on a second stream; the burner's registers leave
+no room on an SM, so it ran after the burner anyway.) Before each timed run the buffer is read once
+by a quick kernel so the L2-resident data is back in L2 (the burner writes 17 MB). Measurements:
 - TMA stream of 128-B x 128-row boxes, every SM its own boxes (microbench__tma_width's kernel and
   pattern), from an L2-resident 8 MB tensor and from a 1 GB tensor (HBM): bytes per SM cycle
   and bytes per ns;
 - one-thread pointer chase (microbench__global_latency's kernel): 16 MiB footprint (L2 hits) and
   2 GiB (HBM): cycles and ns per dependent load.
 If L2 runs in the SM's clock domain, its bytes/cycle and latency cycles stay put when the SM clock
-falls; if it keeps its own clock, its bytes/ns and latency ns stay put. The burner shares the SM
-(issue slots, shared-memory port) with the measurement: that can only slow the loaded rows, so a
-loaded row that keeps its bytes/ns cannot be explained by sharing. Each row records the effective
-SM clock (clock64 / globaltimer) of the measurement itself and whether its globaltimer window lay
-inside every burner CTA's window.
+falls; if it keeps its own clock, its bytes/ns and latency ns stay put. Every run records the
+effective SM clock (clock64 / globaltimer) of the measurement itself; `fit` gives, over all runs
+of a measurement: for a chase, cycles = a + b x (SM clock in GHz) (a: an SM-clock part in cycles,
+b: a fixed-time part in ns) and the elasticity of ns on the clock (-1: fixed cycles, 0: fixed ns);
+for a stream, the elasticity of bytes/ns on the clock (0: own clock, 1: SM clock domain).
 """
 
 from __future__ import annotations
@@ -58,29 +60,22 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
     chase = mb.module("micro_mem").get_function("gchase")
     stream_fn = tw._compile(out)
     flag = cp.zeros(1, dtype=cp.int32)
-    s_burn, s_meas = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
 
-    def with_burner(loaded: bool, launch):
-        """Run `launch()` (on s_meas) alone or beside the burner; returns burner's (start, end) ns per CTA."""
-        if not loaded:
-            with s_meas:
-                launch()
-            s_meas.synchronize()
-            return None
-        bt = cp.zeros(4 * nsm * 2, dtype=cp.int64)
-        with s_burn:
+    def with_burner(loaded: bool, launch, warm=None):
+        """Run `launch()` idle or right after the burner; returns the burner's times (None when idle)."""
+        bt = None
+        if loaded:
+            bt = cp.zeros(4 * nsm * 2, dtype=cp.int64)
             burner((nsm,), (256,), (b_src, b_out, bt, np.int32(16), np.int32(b_iters), np.int32(2)),
                    shared_mem=b_smem)
-        time.sleep(0.010)
-        with s_meas:
-            launch()
-        s_meas.synchronize()
-        s_burn.synchronize()
-        t = cp.asnumpy(bt).reshape(nsm * 2, 4)
-        return t
-
-    def inside(bt, g0, g1) -> bool:
-        return bt is None or bool((bt[:, 2] <= g0).all() and (bt[:, 3] >= g1).all())
+        else:
+            cp.cuda.Device().synchronize()
+            time.sleep(0.3)
+        if warm is not None:
+            warm()
+        launch()
+        cp.cuda.Device().synchronize()
+        return None if bt is None else cp.asnumpy(bt).reshape(nsm * 2, 4)
 
     def burner_clock(bt):
         return None if bt is None else float(np.median((bt[:, 1] - bt[:, 0]) / np.maximum(bt[:, 3] - bt[:, 2], 1) * 1e3))
@@ -106,7 +101,7 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
         for loaded in (False, True) * reps:
             def launch():
                 stream_fn((nsm,), (32,), args, shared_mem=smem)
-            bt = with_burner(loaded, launch)
+            bt = with_burner(loaded, launch, warm=lambda: buf.sum() if where == "L2" else None)
             if int(flag.get()[0]):
                 raise RuntimeError(f"tma stream timed out ({where})")
             t = cp.asnumpy(times).reshape(nsm, 4)
@@ -119,7 +114,7 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
                 "bytes_per_ns_per_sm": per_cta * box_bytes / float(np.median(ns)),
                 "sm_clock_mhz": float(np.median(span / ns * 1e3)),
                 "burner_sm_clock_mhz": burner_clock(bt),
-                "inside_burner_window": inside(bt, int(t[:, 2].min()), int(t[:, 3].max())),
+                "ns_after_burner_end": None if bt is None else float(t[:, 2].min() - bt[:, 3].max()),
             })
             print(f"  tma {where} {'loaded' if loaded else 'idle  '}: {row['runs'][-1]}", flush=True)
         del buf
@@ -144,7 +139,7 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
             def launch():
                 chase((1,), (32,), (f0, np.int32(1), np.int32(256), np.int32(steps), o))
             t0 = time.perf_counter()
-            bt = with_burner(loaded, launch)
+            bt = with_burner(loaded, launch, warm=(lambda: buf.sum()) if where == "L2" else None)
             oo = cp.asnumpy(o)
             row = results.setdefault(f"chase,{where},{fp >> 20}MiB,{'loaded' if loaded else 'idle'}", {"runs": []})
             row["runs"].append({
@@ -162,11 +157,25 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
             vals = [x[key] for x in row["runs"] if isinstance(x[key], (int, float)) and not isinstance(x[key], bool)]
             if vals:
                 row[key] = statistics.median(vals)
-        if "inside_burner_window" in row["runs"][0]:
-            row["inside_burner_window"] = all(x["inside_burner_window"] for x in row["runs"])
+    fits = {}
+    for key in sorted({k.rsplit(",", 1)[0] for k in results}):
+        runs = results[key + ",idle"]["runs"] + results[key + ",loaded"]["runs"]
+        ghz = np.array([x["sm_clock_mhz"] for x in runs]) / 1e3
+        if key.startswith("chase"):
+            cyc = np.array([x["cycles"] for x in runs])
+            b, a = np.polyfit(ghz, cyc, 1)
+            fits[key] = {"cycles_part": float(a), "ns_part": float(b),
+                         "elasticity_ns_vs_clock": float(np.polyfit(np.log(ghz), np.log(cyc / ghz), 1)[0]),
+                         "model": "cycles = cycles_part + ns_part x GHz; elasticity -1: fixed cycles, 0: fixed ns"}
+        else:
+            bpn = np.array([x["bytes_per_ns_per_sm"] for x in runs])
+            fits[key] = {"elasticity_bytes_per_ns_vs_clock": float(np.polyfit(np.log(ghz), np.log(bpn), 1)[0]),
+                         "model": "elasticity 0: fixed bytes per ns (own clock), 1: fixed bytes per SM cycle"}
+        fits[key]["clock_range_mhz"] = [float(ghz.min() * 1e3), float(ghz.max() * 1e3)]
+        print(f"  fit {key}: {fits[key]}", flush=True)
     payload = {
         "measures": ["clock domain of L2 bandwidth and latency, and of HBM, relative to the SM clock"],
-        "results": results,
+        "results": {**results, "fit": fits},
         "method": __doc__.split("Method: ", 1)[1].strip(),
         "units": {"bytes_per_cycle_per_sm": "B per SM cycle (median CTA)", "bytes_per_ns_per_sm": "B per ns",
                   "sm_clock_mhz": "MHz (clock64 / globaltimer of the measurement)", "cycles": "SM cycles per load",

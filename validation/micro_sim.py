@@ -193,6 +193,87 @@ def wgmma(rec: dict) -> list[MicroRow]:
     return rows
 
 
+def tma_issue(rec: dict) -> list[MicroRow]:
+    """The issuing thread's time for K unrolled boxes (arrive.expect_tx + K copies): modelled as
+    mbarrier_arrive_cycles + K x the per-box hold of sm.py (tma_issue_cycles; tma_issue_elect_cycles
+    for an elect.sync guard). Not modelled, so these rows are expected to miss: the unpredicated
+    copy in a one-thread branch (`thread_unpredicated`, ~45 cycles a box: the IR cannot express a
+    one-lane branch, hopsim predicates it) and the TMA unit's back-pressure on an elect.sync
+    issuer once many boxes are in flight (R64, K = 16), and the ~50 cycles an elect.sync-guarded
+    sequence takes before its first copy leaves (K = 1..4 all take ~70)."""
+    gpu = _gpu()
+    t = gpu.timing
+    arrive = float(t.mbarrier_arrive_cycles.value)
+    rows = []
+    for cfg, v in rec["results"].items():
+        mode = cfg.split(",")[1]
+        hold = float(t.tma_issue_elect_cycles.value if mode == "warp_elect" else t.tma_issue_cycles.value)
+        for k, x in v["by_k"].items():
+            rows.append(MicroRow(f"TMA issue {cfg} K={k}", "tma_issue_cycles / tma_issue_elect_cycles",
+                                 float(x["issue_cycles"]), arrive + int(k) * hold,
+                                 calibration=(cfg == "R8,warp_elect" and k in ("1", "32"))))
+    return rows
+
+
+def wgmma_queue(rec: dict) -> list[MicroRow]:
+    """Rounds of [fence; L wgmmas; commit; wait_group G] by one warpgroup: the issue time of the L
+    wgmmas (t1 - t0) in the steady state, replayed on TensorCores.accept/mma with the issue cost
+    of sm.py (wgmma_issue_cycles x N/128) and the round's fence/commit/wait (wgmma_sync_cycles).
+    The window t0..t2 of the record leaves out ~60 cycles of loop bookkeeping per round (the
+    rounds of wait_group 1 measure 445 of the 512 pipe cycles), so only issue times are compared,
+    and rows where they mostly show that bookkeeping (L <= 2 with wait_group 1) are skipped."""
+    from hopsim.timing.units import TensorCores
+
+    gpu = _gpu()
+    t = gpu.timing
+    sync = float(t.wgmma_sync_cycles.value)
+    rows = []
+    for cfg, v in rec["results"]["by_config"].items():
+        shape, lpart, cpart, wpart = cfg.split(",")
+        n, nl, g = int(shape.split("n")[1].split("k")[0]), int(lpart[1:]), int(wpart[-1])
+        if g == 1 and nl <= 2:
+            continue
+        issue = max(1.0, float(t.wgmma_issue_cycles.value) * n / 128)
+        tc = TensorCores(gpu)
+        now, groups, last_issue = 0.0, [], 0.0
+        for _ in range(12):
+            t0 = now
+            for _j in range(nl):
+                now = tc.accept(now) + issue
+                end = tc.mma(now, 64, n, 16)
+            last_issue = now - t0
+            groups.append(end)
+            done = groups[-1 - g] if len(groups) > g else 0.0
+            now = max(now, done) + sync
+        rows.append(MicroRow(f"wgmma issue of {nl} x {shape} (C{cpart[1:]}), wait_group {g}",
+                             "wgmma_issue_cycles / wgmma_queue_depth", float(v["issue_cycles"]), last_issue,
+                             calibration=(g == 0 and n == 128 and nl in (1, 2, 4))
+                             or (g == 0 and nl in (8, 16))))
+    arrive, hold = float(t.mbarrier_arrive_cycles.value), float(t.tma_issue_cycles.value)
+    for cfg, v in rec["results"].get("tma_after_wgmma", {}).items():
+        nl, k = (int(x[1:]) for x in cfg.split(","))
+        rows.append(MicroRow(f"TMA issue of {k} box(es) after {nl} queued wgmma m64n128k16",
+                             "tma_issue_cycles (not held by queued wgmmas)", float(v["tma_issue_cycles"]),
+                             arrive + k * hold))
+    return rows
+
+
+def wgmma_tma(rec: dict) -> list[MicroRow]:
+    """A dependent chain of 16 wgmmas per round (fence ... commit, wait_group 0) while the SM's TMA
+    streams 16 KB boxes into other shared memory: cycles per wgmma. The model's tensor pipe does
+    not see the TMA at all (the record: at most 1% slower than alone), so this checks the pipe
+    time N/2 + wgmma_fixed_latency + wgmma_sync per round."""
+    gpu = _gpu()
+    t = gpu.timing
+    rows = []
+    for cfg, v in rec["results"]["by_config"].items():
+        n = int(cfg.split("n")[1].split("k")[0])
+        per = (16 * n / 2 + float(t.wgmma_fixed_latency_cycles.value) + float(t.wgmma_sync_cycles.value)) / 16
+        rows.append(MicroRow(f"wgmma {cfg} chain beside a TMA stream", "(not a calibrated field) tensor pipe",
+                             float(v["with_tma"]), per, unit="cycles/wgmma"))
+    return rows
+
+
 def wgmma_chip(rec: dict) -> list[MicroRow]:
     gpu = _gpu()
     rate = float(gpu.spec.tensor_fma_f16_per_cycle_per_sm.value)
@@ -237,8 +318,43 @@ def global_latency(rec: dict) -> list[MicroRow]:
             continue
         mem = MemorySystem(_gpu())
         t, _ = mem.read(0.0, ("line", 0), 128, hit=kib <= 16384)
-        rows.append(MicroRow(f"ld.global.cg chase, {kib} KiB", "gmem_*_latency_cycles", float(v["cycles"]), t,
-                             calibration=True))
+        rows.append(MicroRow(f"ld.global.cg chase, {kib} KiB", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
+                             float(v["cycles"]), t, calibration=True))
+    return rows
+
+
+def clock_domain(rec: dict) -> list[MicroRow]:
+    """Every run of the clock-domain record at its own SM clock (1700-1990 MHz): the L2 and HBM
+    chases (cycles per load) and the all-SM TMA stream of 128-B x 128-row boxes (B/cycle/SM).
+    None of these numbers was calibrated from this record: it checks how the model carries
+    latencies and bandwidths measured at ~1980 MHz to a lowered SM clock. Known misfit: the L2
+    chases after the first read ~320-345 cycles, not the 276 of microbench__global_latency: in
+    this record the 16 MiB were put back in L2 by a reduction over all SMs before each run
+    (the first run, before any, read 277), which suggests the L2 hit latency depends on which SMs
+    brought the lines in (the H100 L2 has two partitions; not modelled)."""
+    from hopsim.timing.memory import MemorySystem
+
+    rows = []
+    for cfg, v in rec["results"].items():
+        if cfg == "fit":
+            continue
+        kind, where = cfg.split(",")[:2]
+        cond = cfg.rsplit(",", 1)[1]
+        for i, run in enumerate(v["runs"]):
+            gpu = _gpu(run["sm_clock_mhz"])
+            label = f"{kind} {where} {cond} #{i + 1} at {run['sm_clock_mhz']:.0f} MHz"
+            if kind == "chase":
+                t, _ = MemorySystem(gpu).read(0.0, ("line", 0), 128, hit=where == "L2")
+                rows.append(MicroRow(f"clock domain: {label}", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
+                                     float(run["cycles"]), t))
+            else:
+                box, per_round = 16384, 3
+                boxes = int(round(4e6 / (per_round * box))) * per_round if where == "L2" else \
+                    int(round(2e6 / (per_round * box))) * per_round
+                sim = _tma_stream(gpu, boxes=boxes, box_bytes=box, rows=128, per_round=per_round,
+                                  rounds_in_flight=2, sms=132, hit=where == "L2")
+                rows.append(MicroRow(f"clock domain: TMA stream {label}", "l2_bytes_per_s / hbm_bytes_per_s",
+                                     float(run["bytes_per_cycle_per_sm"]), box / sim, unit="B/cycle/SM"))
     return rows
 
 
@@ -257,7 +373,9 @@ def global_bandwidth(rec: dict) -> list[MicroRow]:
 REPLAYS = {"smem": smem, "tma_latency": tma_latency, "tma_width": tma_width, "tma_share": tma_share,
            "tma_stream": tma_stream,
            "wgmma": wgmma, "wgmma_chip": wgmma_chip, "mbarrier": mbarrier, "global_latency": global_latency,
-           "global_bandwidth": global_bandwidth}
+           "global_bandwidth": global_bandwidth, "clock_domain": clock_domain,
+           "wgmma_queue": wgmma_queue, "tma_issue": tma_issue,
+           "wgmma_tma": wgmma_tma}
 
 
 def simulate_micro(records_dir=None) -> list[MicroRow]:

@@ -885,7 +885,7 @@ def bench_global() -> list:
     clk1 = smi()
     return [
         ("global_latency", {
-            "measures": ["H100Timing.gmem_l2_latency_cycles", "H100Timing.gmem_hbm_latency_cycles"],
+            "measures": ["H100Timing.gmem_l2_latency_cycles", "H100Timing.hbm_extra_latency_ns"],
             "results": {"by_footprint": lat, "sm_clock_before": clk0},
             "method": ("One thread follows a random cyclic permutation of 128-B lines (p = ld.global.cg.u64 [p], "
                        "the address of the next line stored in each line; .ca for the L1 row), 4096 timed steps, "

@@ -31,8 +31,9 @@ class GpuConfig(BaseModel):
     #: The SM clock this run is simulated at (MHz); None: the spec's maximum `spec.clock_mhz`.
     #: A run condition, not a hardware constant: under heavy tensor load the H100 lowers its SM
     #: clock (power management, not modelled), while L2 and HBM keep their own clocks, so memory
-    #: bandwidth per SM cycle grows as the SM clock falls. `validate compare` simulates each H100
-    #: record at the SM clock measured in that run.
+    #: bandwidth per SM cycle grows as the SM clock falls, and the DRAM part of an L2 miss takes
+    #: fewer SM cycles; the L2 hit latency stays fixed in SM cycles (microbench__clock_domain).
+    #: `validate compare` simulates each H100 record at the SM clock measured in that run.
     sm_clock_mhz: float | None = None
 
     @property
@@ -68,6 +69,13 @@ class GpuConfig(BaseModel):
     @property
     def hbm_bytes_per_cycle(self) -> float:
         return self.per_cycle("hbm_bytes_per_s")
+
+    @property
+    def hbm_latency_cycles(self) -> float:
+        """Load latency of an L2 miss in SM cycles at this run's clock: the L2 hit latency (SM
+        clock domain) plus the DRAM access `timing.hbm_extra_latency_ns` (memory clock domain)."""
+        return (float(self.timing.gmem_l2_latency_cycles.value)
+                + float(self.timing.hbm_extra_latency_ns.value) * self.clock_mhz / 1e3)
 
     def at_clock(self, mhz: float | None) -> "GpuConfig":
         """A copy simulated at SM clock `mhz` (None: the spec's maximum)."""

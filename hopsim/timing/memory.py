@@ -18,8 +18,8 @@ Model (what it does):
 - **Requests**: the L2 also has a request rate (`timing.l2_requests_per_s`); a TMA box makes one
   request per row, so narrow boxes (32B/64B swizzle) are request-bound, wide ones byte-bound.
 - **Latency**: a hit completes `timing.gmem_l2_latency_cycles` after its bytes leave the L2 pipe;
-  a miss `timing.gmem_hbm_latency_cycles` (which includes the L2 traversal) after they leave the
-  HBM pipe and the L2 pipe.
+  a miss `gpu.hbm_latency_cycles` (the hit latency plus `timing.hbm_extra_latency_ns` at the
+  run's SM clock) after they leave the HBM pipe and the L2 pipe.
 - **Miss merging (MSHR)**: a tile records when its bytes are in L2 (HBM pipe end + HBM latency -
   L2 latency); a hit on a tile still being fetched starts its L2 transfer only then, so CTAs
   that request a tile together all wait for the one HBM fetch (which moves the bytes once).
@@ -95,7 +95,7 @@ class MemorySystem:
     def __init__(self, gpu, *, trace: bool = False, jitter: Jitter | None = None):
         t = gpu.timing
         self.l2_latency = float(t.gmem_l2_latency_cycles.value)
-        self.hbm_latency = float(t.gmem_hbm_latency_cycles.value)
+        self.hbm_latency = gpu.hbm_latency_cycles  # L2 hit latency + DRAM ns at the run's clock
         self.l2_bw = gpu.l2_bytes_per_cycle  # bytes/s at the run's SM clock (config)
         self.hbm_bw = gpu.hbm_bytes_per_cycle
         self.l2_req = gpu.l2_requests_per_cycle

@@ -81,6 +81,51 @@ class WarpStats:
             self.wait[what] = self.wait.get(what, 0.0) + cycles
 
 
+def elected_predicates(kernel) -> frozenset:
+    """Names of the predicate registers that hold an elect.sync result in `kernel` (cached on it):
+    every write to them is an elect.sync, or an `and.pred` with an elected operand (elect one lane,
+    then narrow it by a warp condition). A copy guarded by one is issued the way ptxas issues
+    CUTLASS's elect_one_sync() copies (microbench__tma_issue)."""
+    got = kernel.cache.get("elected_predicates")
+    if got is None:
+        writers: dict[str, list] = {}
+        for ins in kernel.body:
+            try:
+                regs = ins.writes()
+            except Exception:  # noqa: BLE001 - label definitions and the like write nothing
+                continue
+            for r in regs:
+                writers.setdefault(getattr(r, "name", str(r)), []).append(ins)
+        def is_elect(i) -> bool:
+            return type(i).__name__ == "ElectSync"
+
+        def narrows(i, n: str, el: set) -> bool:  # and.pred n, x, y with x or y elected (or n itself)
+            return (type(i).__name__ == "And" and i.type == "pred"
+                    and any(getattr(x, "name", None) in el | {n} for x in (i.a, i.b)))
+
+        elected: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for n, ws in writers.items():
+                if n in elected:
+                    continue
+                seeded = any(is_elect(i) for i in ws) or any(
+                    type(i).__name__ == "And" and any(getattr(x, "name", None) in elected for x in (i.a, i.b))
+                    for i in ws)
+                if seeded and all(is_elect(i) or narrows(i, n, elected) for i in ws):
+                    elected.add(n)
+                    changed = True
+        got = frozenset(elected)
+        kernel.cache["elected_predicates"] = got
+    return got
+
+
+def _elect_guarded(ins, elected: frozenset) -> bool:
+    guard = getattr(ins, "guard", None)
+    return guard is not None and not guard.negate and getattr(guard.pred, "name", None) in elected
+
+
 class _Consts:
     """Plain floats of the config read once (hot path)."""
 
@@ -92,6 +137,7 @@ class _Consts:
         self.arrive = float(t.mbarrier_arrive_cycles.value)
         self.wakeup = float(t.mbarrier_wakeup_cycles.value)
         self.tma_issue = float(t.tma_issue_cycles.value)
+        self.tma_issue_elect = float(t.tma_issue_elect_cycles.value)
         self.try_wait = float(t.mbarrier_try_wait_cycles.value)
         self.wgmma_sync = float(t.wgmma_sync_cycles.value)
         self.bar_sync = float(t.bar_sync_cycles.value)
@@ -118,6 +164,8 @@ class CtaRun:
         self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
         self.inflight: list | None = [] if trace else None  # (start, end, name, track) of async ops
         self.hits = hits  # {(warp, i): (hit, hbm_share)} L2 residency decided at dispatch (partitioned mode)
+        kern = getattr(ex, "kernel", None)
+        self.elected = elected_predicates(kern) if kern is not None else frozenset()
 
     # ---------------------------------------------------------------- events
     def _event(self, key):
@@ -204,16 +252,21 @@ class CtaRun:
                 done = sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share,
                                    _requests(eff))
                 self._at(done, eff)
-                # the issuing thread is held per box (microbench__tma_latency: its clock64 advances
-                # tma_issue_cycles per cp.async.bulk.tensor); the SM's unit queues boxes (units.py)
-                resume, what = issued + c.tma_issue, "tma_issue"
+                # the issuing thread is held per box (microbench__tma_latency / tma_issue: its clock64
+                # advances tma_issue_cycles per cp.async.bulk.tensor, tma_issue_elect_cycles when an
+                # elect.sync predicate guards it); the SM's unit queues boxes (units.py)
+                hold = c.tma_issue_elect if _elect_guarded(eff.instr, self.elected) else c.tma_issue
+                resume, what = issued + hold, "tma_issue"
                 if self.inflight is not None:
                     self.inflight.append((issued, done, f"TMA load in flight {_coords(eff.tile_key)}", "TMA in flight"))
             elif kind == Kind.WGMMA:
                 st.wgmma = True
                 if eff.complete is not None:
                     info = eff.wgmma
-                    resume, what = smsp.reserve(issued, c.wgmma_issue), "wgmma_issue"
+                    # the issue waits for room in the tensor pipe, then takes its issue time
+                    accepted = sm.tensor.accept(issued)
+                    resume = smsp.reserve(accepted, max(1.0, c.wgmma_issue * info.n / 128))
+                    what = "wgmma_issue"
                     t = sm.tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16")
                     self._at(t, eff, ("wg", eff.warpgroup))
                     if self.inflight is not None:

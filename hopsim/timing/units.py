@@ -15,6 +15,8 @@ Sources of the numbers: `hopsim/config/h100_sxm.py` (each field names its source
 
 from __future__ import annotations
 
+from collections import deque
+
 from typing import Hashable
 
 from hopsim.timing.memory import MemorySystem
@@ -79,7 +81,8 @@ class TensorCores:
     Tensor-pipe time of one wgmma.mma_async m64nNk16 (f16/bf16) = 64 * N * 16 /
     `spec.tensor_fma_f16_per_cycle_per_sm` cycles (= N/2, hopper-facts §7.5); its result is ready
     `timing.wgmma_fixed_latency_cycles` after it leaves the pipe. Instructions of all warpgroups of
-    the SM queue on the same pipe in issue order. Not modelled: smem operand bandwidth of SS wgmma
+    the SM queue on the same pipe in issue order; the pipe holds at most `timing.wgmma_queue_depth`
+    (`accept`: an issue beyond waits until the oldest completes). Not modelled: smem operand bandwidth of SS wgmma
     (counted in `operand_bytes` only), power throttling, the sparse and fp8/tf32 variants' rates.
     """
 
@@ -88,9 +91,21 @@ class TensorCores:
         self.fixed_latency = float(gpu.timing.wgmma_fixed_latency_cycles.value)
         self.pipe = Pipe(f"SM{sm_id}.tensor", trace)
         self.jitter = jitter or Jitter()
+        self.queue_depth = max(1, int(gpu.timing.wgmma_queue_depth.value))
+        self._ends: deque[float] = deque()  # pipe end times of the wgmmas not yet known complete
         self.flops = 0
         self.operand_bytes = 0
         self.instructions = 0
+
+    def accept(self, now: float) -> float:
+        """Earliest time >= `now` at which the pipe holds fewer than `queue_depth` wgmmas (a
+        wgmma.mma_async issue waits for room: microbench__wgmma_queue)."""
+        ends = self._ends
+        while ends and ends[0] <= now:
+            ends.popleft()
+        if len(ends) < self.queue_depth:
+            return now
+        return ends[len(ends) - self.queue_depth]
 
     def pipe_cycles(self, m: int, n: int, k: int) -> float:
         return m * n * k / self.fma_per_cycle
@@ -101,6 +116,7 @@ class TensorCores:
         self.operand_bytes += operand_bytes
         self.instructions += 1
         end = self.pipe.reserve(now, self.pipe_cycles(m, n, k), label)
+        self._ends.append(end)
         return end + self.jitter(self.fixed_latency)
 
 

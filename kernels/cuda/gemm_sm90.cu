@@ -23,6 +23,9 @@
 //                                coalesced stores
 //   GEMM_RASTER              0 = row-major tile order, 1 = grouped (GEMM_GROUP M-tiles per group)
 //   C is always MxN row-major. CTAs per SM is a host-side knob (extra dynamic shared memory).
+//   GEMM_ELECT               0 = TMA copies issued by lane 0 (lane predicate; thread 0 alone in the
+//                                ws producer), 1 = by the lane elect.sync elects (whole warp runs
+//                                the load path; ptxas issues the copies on the uniform path)
 //   GEMM_PROFILE             1 = a 4th argument receives per CTA {smid, clock64 start, end,
 //                                globaltimer start, end} (validation/cycle_profile.py); default 0
 //
@@ -38,6 +41,9 @@
 #include <stdint.h>
 
 #include "sm90_ptx.cuh"
+#ifndef GEMM_ELECT
+#define GEMM_ELECT 0
+#endif
 #include "wgmma_ops.cuh"
 
 #ifndef GEMM_M
@@ -339,11 +345,16 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
     // PTX): a lane-divergent branch between wgmmas makes ptxas serialize them (C7518).
     const bool warp0 = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0) == 0;
     const uint32_t lane0 = (threadIdx.x % 32) == 0;
+#if GEMM_ELECT
+    const uint32_t issuer = sm90::elect_one_sync();  // all 32 lanes converged here
+#else
+    const uint32_t issuer = lane0;
+#endif
     if (warp0) {
 #pragma unroll 1
       for (int s = 0; s < (S < KT ? S : KT); ++s)
         load_stage(&tma_a, &tma_b, sA + s * A_STAGE, sB + s * B_STAGE,
-                   sm90::smem_u32(&full_bar[s]), s, tm, tn, lane0);
+                   sm90::smem_u32(&full_bar[s]), s, tm, tn, issuer);
     }
     acc_t acc[MI][ACC_PER_M64];
 #pragma unroll
@@ -375,7 +386,7 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
         if (warp0 && rel + S < KT) {
           sm90::mbar_wait(sm90::smem_u32(&empty_bar[rs]), (rel / S) & 1);
           load_stage(&tma_a, &tma_b, sA + rs * A_STAGE, sB + rs * B_STAGE,
-                     sm90::smem_u32(&full_bar[rs]), rel + S, tm, tn, lane0);
+                     sm90::smem_u32(&full_bar[rs]), rel + S, tm, tn, issuer);
         }
       }
     }
@@ -390,6 +401,18 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
     // ---------------- warp-specialized: warpgroup 0 produces, 1..NC consume ------------------
     if (wg == 0) {
       sm90::setmaxnreg_dec<40>();
+#if GEMM_ELECT
+      if (threadIdx.x < 32) {  // warp 0 as a whole; the elected lane issues
+        const uint32_t issuer = sm90::elect_one_sync();
+#pragma unroll 1
+        for (int kt = 0; kt < KT; ++kt) {
+          const int s = kt % S;
+          sm90::mbar_wait(sm90::smem_u32(&empty_bar[s]), ((kt / S) & 1) ^ 1);
+          load_stage(&tma_a, &tma_b, sA + s * A_STAGE, sB + s * B_STAGE,
+                     sm90::smem_u32(&full_bar[s]), kt, tm, tn, issuer);
+        }
+      }
+#else
       if (threadIdx.x == 0) {
 #pragma unroll 1
         for (int kt = 0; kt < KT; ++kt) {
@@ -399,6 +422,7 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
                      sm90::smem_u32(&full_bar[s]), kt, tm, tn);
         }
       }
+#endif
     } else {
       if constexpr (NC == 2) sm90::setmaxnreg_inc<232>();
       else sm90::setmaxnreg_inc<240>();

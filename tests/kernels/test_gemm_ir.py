@@ -52,6 +52,8 @@ COVER = {
                                    box_rows=64, stages=4, ctas_per_sm=1),
     "ws2_256_rows": GemmParams(**SQ, bm=256, bn=128, variant="ws", consumers=2, stages=2,
                                epilogue="stmatrix"),
+    "single_elect_box8": GemmParams(**SQ, box_rows=8, tma_issuer="elect"),
+    "ws1_elect_box64": GemmParams(**SQ, variant="ws", epilogue="stmatrix", box_rows=64, tma_issuer="elect"),
 }
 
 #: every covered configuration also runs on the timed machine with values (the same test, cost

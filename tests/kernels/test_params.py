@@ -167,3 +167,17 @@ def test_sweeps_are_valid_and_large_enough():
         ps = fn()
         assert len(ps) == len(set(ps)), name
     assert len(SWEEPS["validation"]()) >= 60
+
+
+def test_later_fields_leave_earlier_records_alone():
+    """tma_issuer was added after the H100 records: at its default it is not in to_dict(), so the
+    params and tags of the records stay valid; `elect` is named in the tag."""
+    p = GemmParams()
+    assert "tma_issuer" not in p.to_dict()
+    assert GemmParams.from_dict(p.to_dict()) == p
+    e = p.replace(tma_issuer="elect")
+    assert e.to_dict()["tma_issuer"] == "elect" and GemmParams.from_dict(e.to_dict()) == e
+    assert "_elect_" in e.tag and e.tag != p.tag
+    assert e.cuda_defines()["GEMM_ELECT"] == 1 and p.cuda_defines()["GEMM_ELECT"] == 0
+    with pytest.raises(InputError, match="tma_issuer"):
+        GemmParams(tma_issuer="thread")

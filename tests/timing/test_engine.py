@@ -60,7 +60,7 @@ def test_tma_completion_wakes_consumer():
                [("wait", FULL), ("alu", 1), ("exit",)]]
     res, _ = run(lambda c: scripts)
     tma_done = (LAUNCH + ISSUE + T["tma_unit_box_cycles"] + q(nbytes / GPU.hbm_bytes_per_cycle)
-                + q(nbytes / GPU.l2_bytes_per_cycle) + T["gmem_hbm_latency_cycles"]
+                + q(nbytes / GPU.l2_bytes_per_cycle) + GPU.hbm_latency_cycles
                 + q(nbytes / T["tma_bytes_per_cycle"]) + T["tma_extra_latency_cycles"])
     woken = math.ceil(tma_done) + T["mbarrier_wakeup_cycles"]
     # the try_wait re-issues (one slot), then the alu, its latency, exit

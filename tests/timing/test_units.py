@@ -55,7 +55,7 @@ def test_memory_miss_then_hit_latency():
     assert not hit
     # HBM link, then L2->SM link, then the HBM (miss) latency
     assert t_miss == pytest.approx(q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle)
-                                   + T["gmem_hbm_latency_cycles"])
+                                   + GPU.hbm_latency_cycles)
     t0 = 10_000
     t_hit, hit = mem.read(t0, ("A", 0, 0), nbytes)
     assert hit
@@ -69,7 +69,7 @@ def test_memory_bandwidth_shared_between_requests():
     ends = [mem.read(0, ("B", i), nbytes)[0] for i in range(n)]
     # n misses arriving together: the HBM link serialises them; the last leaves it after
     # n * bytes / hbm_bw, then crosses the (faster) L2 link and waits the miss latency.
-    expected_last = n * q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle) + T["gmem_hbm_latency_cycles"]
+    expected_last = n * q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle) + GPU.hbm_latency_cycles
     assert max(ends) == pytest.approx(expected_last)
 
 
@@ -79,7 +79,7 @@ def test_tma_single_box_formula():
     nbytes = 128 * 64 * 2  # a 128x64 bf16 box
     done = tma.load(0, ("A", 0, 0), nbytes)
     expected = (T["tma_unit_box_cycles"]  # issue stage
-                + q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle) + T["gmem_hbm_latency_cycles"]  # miss
+                + q(nbytes / GPU.hbm_bytes_per_cycle) + q(nbytes / GPU.l2_bytes_per_cycle) + GPU.hbm_latency_cycles  # miss
                 + q(nbytes / T["tma_bytes_per_cycle"])  # smem fill
                 + T["tma_extra_latency_cycles"])
     assert done == pytest.approx(expected)
@@ -148,6 +148,21 @@ def test_tensor_pipe_time_is_n_over_2_for_f16():
     assert tc.flops == k_steps * 2 * 64 * n * 16
 
 
+def test_tensor_pipe_holds_queue_depth_wgmmas():
+    """microbench__wgmma_queue: on an empty pipe 8 wgmmas are accepted at once; the 9th waits
+    until the oldest completes (issue of 16 m64n128k16 ~ 615 cycles, of 8 ~ 103)."""
+    tc = TensorCores(GPU)
+    depth = int(T["wgmma_queue_depth"])
+    assert depth == 8
+    ends = []
+    for _ in range(depth):
+        assert tc.accept(0.0) == 0.0
+        ends.append(tc.mma(0.0, 64, 128, 16) - T["wgmma_fixed_latency_cycles"])
+    assert tc.accept(0.0) == pytest.approx(ends[0])         # full: wait for the oldest
+    assert tc.accept(ends[0]) == pytest.approx(ends[0])
+    assert tc.accept(ends[2] + 1) == pytest.approx(ends[2] + 1)  # room again
+
+
 def test_smem_port_wavefronts():
     sp = SmemPort(GPU)
     # 4-wavefront access (LDS.128 conflict-free) on an idle port
@@ -180,7 +195,7 @@ def test_hit_on_a_tile_in_flight_waits_for_the_fetch():
     nbytes = 16384
     t_miss, _ = mem.read(0, ("A", 1), nbytes)
     hbm_end = q(nbytes / GPU.hbm_bytes_per_cycle)
-    ready = hbm_end + T["gmem_hbm_latency_cycles"] - T["gmem_l2_latency_cycles"]  # bytes are in L2
+    ready = hbm_end + GPU.hbm_latency_cycles - T["gmem_l2_latency_cycles"]  # bytes are in L2
     t_hit, hit = mem.read(1, ("A", 1), nbytes)  # requested right after the miss: merged (MSHR)
     assert hit
     # its L2 transfer starts when the bytes are in L2 (the link is free again by then)
