@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
-import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -225,16 +224,12 @@ def run(out: pathlib.Path, iters: int = 64, reps: int = 5) -> pathlib.Path:
     import cupy as cp
     import numpy as np
 
-    from validation.microbench import rand_f16_bits
+    from validation.microbench import nvcc_cubin, rand_f16_bits
     from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     cubin = out / "micro_wgmma_queue.cubin"
-    r = subprocess.run(["nvcc", "-std=c++17", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v",
-                        "-o", str(cubin), str(SRC)], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(r.stderr[-3000:])
-    serial = [ln for ln in (r.stdout + r.stderr).splitlines() if "C7510" in ln or "C7517" in ln or "C7519" in ln]
+    serial = nvcc_cubin(SRC, cubin)
     mod = cp.RawModule(path=str(cubin))
     results = {}
     for n, l, c, g in CONFIGS:

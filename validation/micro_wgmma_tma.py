@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
-import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -169,16 +168,12 @@ def run(out: pathlib.Path, iters: int = 256, reps: int = 5) -> pathlib.Path:
     import numpy as np
 
     from validation.harness import _as_param, encode_tensor_map
-    from validation.microbench import rand_f16_bits
+    from validation.microbench import nvcc_cubin, rand_f16_bits
     from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     cubin = out / "micro_wgmma_tma.cubin"
-    r = subprocess.run(["nvcc", "-std=c++17", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v",
-                        "-o", str(cubin), str(SRC)], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(r.stderr[-3000:])
-    serial = [ln for ln in (r.stdout + r.stderr).splitlines() if "C751" in ln]
+    serial = nvcc_cubin(SRC, cubin)
     mod = cp.RawModule(path=str(cubin))
     rows = 65536  # 8 MB of 128-B rows: L2-resident
     buf = cp.random.randint(0, 2 ** 15, size=rows * 64, dtype=cp.int32).astype(cp.uint16)

@@ -257,6 +257,15 @@ def _compile(stem: str) -> tuple[str, str]:
     return stem, "compiled" + (f" ({len(bad)} wgmma serialisation notes!)" if bad else "")
 
 
+def nvcc_cubin(src: pathlib.Path, cubin: pathlib.Path) -> list[str]:
+    """nvcc one standalone microbenchmark source to an sm_90a cubin (the second-session modules);
+    returns ptxas' wgmma serialisation notes (C751x), which a record keeps."""
+    r = subprocess.run([*NVCC, "-o", str(cubin), str(src)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"nvcc failed for {src.name}:\n{r.stderr[-3000:]}")
+    return [ln for ln in (r.stdout + r.stderr).splitlines() if "C751" in ln]
+
+
 def compile_all() -> None:
     """nvcc every micro_*.cu to a cubin (parallel; cached by source hash under build/micro)."""
     with _cf.ThreadPoolExecutor(max_workers=len(SOURCES)) as ex:
