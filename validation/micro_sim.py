@@ -211,7 +211,12 @@ def tma_issue(rec: dict) -> list[MicroRow]:
         for k, x in v["by_k"].items():
             rows.append(MicroRow(f"TMA issue {cfg} K={k}", "tma_issue_cycles / tma_issue_elect_cycles",
                                  float(x["issue_cycles"]), arrive + int(k) * hold,
-                                 calibration=(cfg == "R8,warp_elect" and k in ("1", "32"))))
+                                 calibration=False))
+    e = rec["results"].get("R8,warp_elect", {}).get("by_k", {})
+    if "1" in e and "32" in e:  # the calibrated number itself: the per-box slope over 31 boxes
+        rows.append(MicroRow("TMA issue R8,warp_elect: cycles per box over K = 1..32",
+                             "tma_issue_elect_cycles", (e["32"]["issue_cycles"] - e["1"]["issue_cycles"]) / 31,
+                             float(t.tma_issue_elect_cycles.value), calibration=True))
     return rows
 
 
@@ -247,8 +252,14 @@ def wgmma_queue(rec: dict) -> list[MicroRow]:
             now = max(now, done) + sync
         rows.append(MicroRow(f"wgmma issue of {nl} x {shape} (C{cpart[1:]}), wait_group {g}",
                              "wgmma_issue_cycles / wgmma_queue_depth", float(v["issue_cycles"]), last_issue,
-                             calibration=(g == 0 and n == 128 and nl in (1, 2, 4))
-                             or (g == 0 and nl in (8, 16))))
+                             calibration=(g == 0 and n == 128 and nl in (1, 2, 4))))
+    by = rec["results"]["by_config"]
+    for n in (64, 128, 256):  # the queue depth each N implies (calibrated: their median, rounded)
+        k16, k8 = by.get(f"m64n{n}k16,L16,C1,wait0"), by.get(f"m64n{n}k16,L8,C1,wait0")
+        if k16 and k8:
+            rows.append(MicroRow(f"wgmma queue depth implied by m64n{n}k16 (16 vs 8 issues, empty pipe)",
+                                 "wgmma_queue_depth", 16 - (k16["issue_cycles"] - k8["issue_cycles"]) / (n / 2),
+                                 float(t.wgmma_queue_depth.value), unit="wgmmas", calibration=True))
     arrive, hold = float(t.mbarrier_arrive_cycles.value), float(t.tma_issue_cycles.value)
     for cfg, v in rec["results"].get("tma_after_wgmma", {}).items():
         nl, k = (int(x[1:]) for x in cfg.split(","))
