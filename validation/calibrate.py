@@ -108,6 +108,22 @@ def _chip_max(recs: dict, name: str, results: dict, key: str, nsms: int, what: s
                                         f"(median CTA) x {nsms} SMs x {results[best]['sm_clock_mhz']:.0f} MHz")
 
 
+def wgmma_queue_depths(by_config: dict) -> dict[int, float]:
+    """microbench__wgmma_queue: the tensor-pipe depth each N implies on an empty pipe: the 9th of 16
+    issues waits for the 1st to complete, so 16 - (issue time of 16 - of 8) / (N/2)."""
+    out = {}
+    for n in (64, 128, 256):
+        k16, k8 = by_config.get(f"m64n{n}k16,L16,C1,wait0"), by_config.get(f"m64n{n}k16,L8,C1,wait0")
+        if k16 and k8:
+            out[n] = 16 - (k16["issue_cycles"] - k8["issue_cycles"]) / (n / 2)
+    return out
+
+
+def elect_issue_slope(by_k: dict) -> float:
+    """microbench__tma_issue: per-box issue time of elect.sync-guarded copies over K = 1..32."""
+    return (by_k["32"]["issue_cycles"] - by_k["1"]["issue_cycles"]) / 31
+
+
 def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, str]]:
     """{timing field: (value, source)} from the microbenchmark records."""
     recs = _micro(pathlib.Path(records_dir or RECORDS_DIR))
@@ -171,7 +187,7 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
         recs, "tma_latency", f"L2,64x8 issuing thread's cycles, slope over k = {ks[0]}..{ks[-1]} boxes"))
     if "tma_issue" in recs:
         e = _get(recs, "tma_issue", "R8,warp_elect", "by_k")
-        out["tma_issue_elect_cycles"] = ((e["32"]["issue_cycles"] - e["1"]["issue_cycles"]) / 31, _src(
+        out["tma_issue_elect_cycles"] = (elect_issue_slope(e), _src(
             recs, "tma_issue", f"R8,warp_elect: (issue time of 32 boxes {e['32']['issue_cycles']:.0f} - of 1 "
                                f"{e['1']['issue_cycles']:.0f}) / 31"))
 
@@ -219,8 +235,7 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
         out["wgmma_issue_cycles"] = (slope, _src(
             recs, "wgmma_queue", f"m64n128k16, empty pipe (wait0): slope of the issue time over L = 1..4 "
                                  f"({iss[1]:.0f}, {iss[2]:.0f}, {iss[4]:.0f} cycles)"))
-        deep = [16 - (q[f"m64n{n}k16,L16,C1,wait0"]["issue_cycles"] - q[f"m64n{n}k16,L8,C1,wait0"]["issue_cycles"]) / (n / 2)
-                for n in (64, 128, 256)]
+        deep = list(wgmma_queue_depths(q).values())
         out["wgmma_queue_depth"] = (float(round(statistics.median(deep))), _src(
             recs, "wgmma_queue", "median over N = 64/128/256 of 16 - (issue time of 16 wgmmas - of 8) / (N/2) "
                                  f"on an empty pipe ({', '.join(f'{d:.2f}' for d in deep)}), rounded"))

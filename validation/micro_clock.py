@@ -36,6 +36,16 @@ import sys
 import time
 
 COLS = 4096
+STREAM_BOX = (64, 128)        # box {64 f16, 128 rows} = 16 KB
+STREAM_BOXES_PER_ROUND = 3
+STREAM_BYTES_PER_CTA = {"L2": 4e6, "HBM": 2e6}
+
+
+def stream_boxes_per_cta(where: str) -> int:
+    """Boxes each CTA streams in the TMA measurement (whole rounds); micro_sim replays the same."""
+    box_bytes = 2 * STREAM_BOX[0] * STREAM_BOX[1]
+    rounds = int(STREAM_BYTES_PER_CTA[where] / (STREAM_BOXES_PER_ROUND * box_bytes))
+    return rounds * STREAM_BOXES_PER_ROUND
 
 
 def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
@@ -84,13 +94,12 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
     # ---- TMA streams (L2-resident 8 MB tensor; 1 GB tensor from HBM)
     for where, rows_total in (("L2", 1024), ("HBM", 131072)):
         buf = cp.random.randint(0, 2 ** 15, size=rows_total * COLS, dtype=cp.int32).astype(cp.uint16)
-        w, r = 64, 128
+        w, r = STREAM_BOX
         tmap = _as_param(encode_tensor_map("f16", buf.data.ptr, [COLS, rows_total], [COLS * 2], [w, r], "128B"))
         box_bytes = 2 * w * r
-        k = 3
-        per_cta_bytes = 4e6 if where == "L2" else 2e6
-        rounds = int(per_cta_bytes / (k * box_bytes))
-        per_cta = rounds * k
+        k = STREAM_BOXES_PER_ROUND
+        per_cta = stream_boxes_per_cta(where)
+        rounds = per_cta // k
         ncol, nrow = COLS // w, rows_total // r
         times = cp.zeros(4 * nsm, dtype=cp.int64)
         args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow), np.int32(w), np.int32(r),
@@ -134,7 +143,6 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
         cp.cuda.Device().synchronize()
         for loaded in (False, True) * reps:
             f0 = cp.asarray([int(o.get()[2])], dtype=cp.uint64)
-            gt = cp.zeros(1, dtype=cp.int64)
 
             def launch():
                 chase((1,), (32,), (f0, np.int32(1), np.int32(256), np.int32(steps), o))
@@ -148,7 +156,6 @@ def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
                 "burner_sm_clock_mhz": burner_clock(bt),
                 "host_s": time.perf_counter() - t0,
             })
-            del gt
             print(f"  chase {where} {'loaded' if loaded else 'idle  '}: {row['runs'][-1]}", flush=True)
         del buf
         cp.get_default_memory_pool().free_all_blocks()

@@ -214,8 +214,10 @@ def tma_issue(rec: dict) -> list[MicroRow]:
                                  calibration=False))
     e = rec["results"].get("R8,warp_elect", {}).get("by_k", {})
     if "1" in e and "32" in e:  # the calibrated number itself: the per-box slope over 31 boxes
+        from validation.calibrate import elect_issue_slope
+
         rows.append(MicroRow("TMA issue R8,warp_elect: cycles per box over K = 1..32",
-                             "tma_issue_elect_cycles", (e["32"]["issue_cycles"] - e["1"]["issue_cycles"]) / 31,
+                             "tma_issue_elect_cycles", elect_issue_slope(e),
                              float(t.tma_issue_elect_cycles.value), calibration=True))
     return rows
 
@@ -253,13 +255,12 @@ def wgmma_queue(rec: dict) -> list[MicroRow]:
         rows.append(MicroRow(f"wgmma issue of {nl} x {shape} (C{cpart[1:]}), wait_group {g}",
                              "wgmma_issue_cycles / wgmma_queue_depth", float(v["issue_cycles"]), last_issue,
                              calibration=(g == 0 and n == 128 and nl in (1, 2, 4))))
-    by = rec["results"]["by_config"]
-    for n in (64, 128, 256):  # the queue depth each N implies (calibrated: their median, rounded)
-        k16, k8 = by.get(f"m64n{n}k16,L16,C1,wait0"), by.get(f"m64n{n}k16,L8,C1,wait0")
-        if k16 and k8:
-            rows.append(MicroRow(f"wgmma queue depth implied by m64n{n}k16 (16 vs 8 issues, empty pipe)",
-                                 "wgmma_queue_depth", 16 - (k16["issue_cycles"] - k8["issue_cycles"]) / (n / 2),
-                                 float(t.wgmma_queue_depth.value), unit="wgmmas", calibration=True))
+    from validation.calibrate import wgmma_queue_depths
+
+    for n, depth in wgmma_queue_depths(rec["results"]["by_config"]).items():  # calibrated: median, rounded
+        rows.append(MicroRow(f"wgmma queue depth implied by m64n{n}k16 (16 vs 8 issues, empty pipe)",
+                             "wgmma_queue_depth", depth, float(t.wgmma_queue_depth.value), unit="wgmmas",
+                             calibration=True))
     arrive, hold = float(t.mbarrier_arrive_cycles.value), float(t.tma_issue_cycles.value)
     for cfg, v in rec["results"].get("tma_after_wgmma", {}).items():
         nl, k = (int(x[1:]) for x in cfg.split(","))
@@ -345,6 +346,8 @@ def clock_domain(rec: dict) -> list[MicroRow]:
     brought the lines in (the H100 L2 has two partitions; not modelled)."""
     from hopsim.timing.memory import MemorySystem
 
+    from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, stream_boxes_per_cta
+
     rows = []
     for cfg, v in rec["results"].items():
         if cfg == "fit":
@@ -359,10 +362,9 @@ def clock_domain(rec: dict) -> list[MicroRow]:
                 rows.append(MicroRow(f"clock domain: {label}", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
                                      float(run["cycles"]), t))
             else:
-                box, per_round = 16384, 3
-                boxes = int(round(4e6 / (per_round * box))) * per_round if where == "L2" else \
-                    int(round(2e6 / (per_round * box))) * per_round
-                sim = _tma_stream(gpu, boxes=boxes, box_bytes=box, rows=128, per_round=per_round,
+                box = 2 * STREAM_BOX[0] * STREAM_BOX[1]
+                sim = _tma_stream(gpu, boxes=stream_boxes_per_cta(where), box_bytes=box, rows=STREAM_BOX[1],
+                                  per_round=STREAM_BOXES_PER_ROUND,
                                   rounds_in_flight=2, sms=132, hit=where == "L2")
                 rows.append(MicroRow(f"clock domain: TMA stream {label}", "l2_bytes_per_s / hbm_bytes_per_s",
                                      float(run["bytes_per_cycle_per_sm"]), box / sim, unit="B/cycle/SM"))

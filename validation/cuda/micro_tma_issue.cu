@@ -10,54 +10,22 @@
 #include <cuda.h>
 #include <stdint.h>
 
-__device__ __forceinline__ uint32_t ti_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void ti_load(uint32_t pred, uint32_t dst, const CUtensorMap* map, int c0, int c1,
-                                        uint32_t bar) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.u32 p, %0, 0;\n"
-      "@p cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%1], [%2, {%3, %4}], [%5];\n}\n" ::"r"(pred),
-      "r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
-      : "memory");
-}
-__device__ __forceinline__ void ti_expect(uint32_t pred, uint32_t bar, uint32_t bytes) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.u32 p, %0, 0;\n"
-      "@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %2;\n}\n" ::"r"(pred),
-      "r"(bar), "r"(bytes)
-      : "memory");
-}
-__device__ __forceinline__ bool ti_try_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
+#include "../../kernels/cuda/sm90_ptx.cuh"  // the GEMM's own PTX helpers: the same instructions
 
-__device__ __forceinline__ uint32_t ti_elect() {
-  uint32_t pred;
-  asm volatile("{\n.reg .pred p;\nelect.sync _|p, 0xffffffff;\nselp.u32 %0, 1, 0, p;\n}\n" : "=r"(pred));
-  return pred;
-}
 template <int K, bool WARP, bool CONST_PRED = false, bool ELECT = false>
 __device__ __forceinline__ void tma_issue(const CUtensorMap* map, int rows_mask, int box_rows, int iters,
                                           long long* times, int* flag) {
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ __align__(8) uint64_t bar_storage;
-  const uint32_t base = (ti_u32(smem) + 1023u) & ~1023u;
-  const uint32_t bar = ti_u32(&bar_storage);
+  const uint32_t base = (sm90::smem_u32(smem) + 1023u) & ~1023u;
+  const uint32_t bar = sm90::smem_u32(&bar_storage);
   const uint32_t box_bytes = 128u * box_rows;
-  const uint32_t lane0 = CONST_PRED ? 1u : ELECT ? ti_elect() : static_cast<uint32_t>(threadIdx.x == 0);
+  const uint32_t lane0 = CONST_PRED ? 1u : ELECT ? sm90::elect_one_sync() : static_cast<uint32_t>(threadIdx.x == 0);
   if (!WARP && threadIdx.x != 0) return;
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(1) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+    sm90::mbar_init(bar, 1);
+    sm90::fence_mbar_init();
+    sm90::prefetch_tmap(map);
   }
   __syncwarp();
   uint32_t phase = 0;
@@ -66,12 +34,12 @@ __device__ __forceinline__ void tma_issue(const CUtensorMap* map, int rows_mask,
   for (int it = -4; it < iters; ++it) {
     const int r0 = (it & 7) * K * box_rows;
     const long long t0 = clock64();
-    ti_expect(lane0, bar, box_bytes * K);
+    sm90::mbar_arrive_expect_tx_if(lane0, bar, box_bytes * K);
 #pragma unroll
-    for (int j = 0; j < K; ++j) ti_load(lane0, base + j * box_bytes, map, 0, (r0 + j * box_rows) & rows_mask, bar);
+    for (int j = 0; j < K; ++j) sm90::tma_load_2d_if(lane0, base + j * box_bytes, map, 0, (r0 + j * box_rows) & rows_mask, bar);
     const long long t1 = clock64();
     const long long s = clock64();
-    while (!ti_try_wait(bar, phase)) {
+    while (!sm90::mbar_try_wait(bar, phase)) {
       if (clock64() - s > (1ll << 30)) {
         atomicExch(flag, 1);
         return;

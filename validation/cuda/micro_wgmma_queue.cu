@@ -2,7 +2,10 @@
 // wgmma issue-queue microbenchmark (sm_90a): see validation/micro_wgmma_queue.py.
 // Kernel wgq_n{N}_l{L}_c{C}_g{G}(src, times, iters): one warpgroup; thread 0 writes
 // times[0] = sum(t1 - t0), times[1] = sum(t2 - t0) over `iters` timed rounds.
+#include <cuda.h>
 #include <stdint.h>
+
+#include "../../kernels/cuda/sm90_ptx.cuh"  // the GEMM's PTX helpers
 
 template <int N, int TY, int RS>
 struct Mma;
@@ -69,13 +72,6 @@ template <> struct Mma<256, 0, 0> {
   }
 };
 
-__device__ __forceinline__ uint64_t wgq_desc(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-template <int G>
-__device__ __forceinline__ void wgq_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(G) : "memory");
-}
 template <int N, int L, int C, int G>
 __device__ __forceinline__ void wgq_bench(const uint4* __restrict__ src, long long* __restrict__ times,
                                           float* __restrict__ out, int iters) {
@@ -89,8 +85,8 @@ __device__ __forceinline__ void wgq_bench(const uint4* __restrict__ src, long lo
   for (int i = tid; i < bytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(sp)[i] = src[i];
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
-  const uint64_t da = wgq_desc(base);
-  const uint64_t db = wgq_desc(base + 8192);
+  const uint64_t da = sm90::make_desc(base, 16, 1024, 1);
+  const uint64_t db = sm90::make_desc(base + 8192, 16, 1024, 1);
   float acc[C][M::R];
 #pragma unroll
   for (int c = 0; c < C; ++c)
@@ -100,23 +96,23 @@ __device__ __forceinline__ void wgq_bench(const uint4* __restrict__ src, long lo
 #pragma unroll 1
   for (int it = -4; it < iters; ++it) {
     const long long t0 = clock64();
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    sm90::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < L; ++j) M::run(acc[j % C], da, nullptr, db);
     const long long t1 = clock64();
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    wgq_wait<G>();
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<G>();
     const long long t2 = clock64();
     if (it >= 0) {
       s_issue += t1 - t0;
       s_round += t2 - t0;
     }
   }
-  wgq_wait<0>();
+  sm90::wgmma_wait<0>();
 #pragma unroll
   for (int c = 0; c < C; ++c)
 #pragma unroll
-    for (int v = 0; v < M::R; ++v) asm volatile("" : "+f"(acc[c][v])::"memory");
+    for (int v = 0; v < M::R; ++v) sm90::fence_operand(acc[c][v]);
   if (tid == 0) {
     times[0] = s_issue;
     times[1] = s_round;
@@ -133,14 +129,6 @@ __device__ __forceinline__ void wgq_bench(const uint4* __restrict__ src, long lo
 // [t0; fence; L x wgmma m64n128k16 (one chain); commit; t1; thread 0: expect_tx + K TMA boxes
 // {64, 128} (16 KB each); t2; wait_group 0; t3; thread 0 waits the boxes' mbarrier; t4].
 // times[0..3] += t2 - t1 (TMA issue), t3 - t0, t4 - t0, t1 - t0 over the timed rounds (thread 0).
-#include <cuda.h>
-__device__ __forceinline__ bool wgqt_try_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  return done != 0;
-}
 template <int L, int K>
 __device__ __forceinline__ void wgqt_bench(const uint4* __restrict__ src, const CUtensorMap* map,
                                            long long* __restrict__ times, float* __restrict__ out, int iters,
@@ -157,13 +145,13 @@ __device__ __forceinline__ void wgqt_bench(const uint4* __restrict__ src, const 
   const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bar_storage));
   for (int i = tid; i < bytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(sp)[i] = src[i];
   if (tid == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(1) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    sm90::mbar_init(bar, 1);
+    sm90::fence_mbar_init();
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
-  const uint64_t da = wgq_desc(base);
-  const uint64_t db = wgq_desc(base + 8192);
+  const uint64_t da = sm90::make_desc(base, 16, 1024, 1);
+  const uint64_t db = sm90::make_desc(base + 8192, 16, 1024, 1);
   float acc[M::R];
 #pragma unroll
   for (int v = 0; v < M::R; ++v) acc[v] = 0.f;
@@ -172,27 +160,23 @@ __device__ __forceinline__ void wgqt_bench(const uint4* __restrict__ src, const 
 #pragma unroll 1
   for (int it = -4; it < iters; ++it) {
     const long long t0 = clock64();
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    sm90::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < L; ++j) M::run(acc, da, nullptr, db);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    sm90::wgmma_commit();
     const long long t1 = clock64();
     if (tid == 0) {
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(16384 * K) : "memory");
+      sm90::mbar_arrive_expect_tx(bar, 16384 * K);
 #pragma unroll
       for (int j = 0; j < K; ++j)
-        asm volatile(
-            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-            " [%0], [%1, {%2, %3}], [%4];" ::"r"(slot + j * 16384u),
-            "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(((it & 15) * K + j) * 128), "r"(bar)
-            : "memory");
+        sm90::tma_load_2d(slot + j * 16384u, map, 0, ((it & 15) * K + j) * 128, bar);
     }
     const long long t2 = clock64();
-    wgq_wait<0>();
+    sm90::wgmma_wait<0>();
     const long long t3 = clock64();
     if (tid == 0) {
       const long long w0 = clock64();
-      while (!wgqt_try_wait(bar, phase)) {
+      while (!sm90::mbar_try_wait(bar, phase)) {
         if (clock64() - w0 > (1ll << 30)) { atomicExch(flag, 1); break; }
       }
     }
@@ -207,7 +191,7 @@ __device__ __forceinline__ void wgqt_bench(const uint4* __restrict__ src, const 
     }
   }
 #pragma unroll
-  for (int v = 0; v < M::R; ++v) asm volatile("" : "+f"(acc[v])::"memory");
+  for (int v = 0; v < M::R; ++v) sm90::fence_operand(acc[v]);
   if (tid == 0)
     for (int q = 0; q < 4; ++q) times[q] = s[q];
   float sum = 0.f;

@@ -5,6 +5,8 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include "../../kernels/cuda/sm90_ptx.cuh"  // the GEMM's PTX helpers
+
 template <int N, int TY, int RS>
 struct Mma;
 
@@ -131,19 +133,9 @@ template <> struct Mma<256, 0, 1> {
   }
 };
 
-__device__ __forceinline__ uint64_t wgt_desc(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
 __device__ __forceinline__ uint32_t wgt_swz(int row, int col) {
   const int c = col >> 3;
   return (row >> 3) * 1024 + (row & 7) * 128 + ((c ^ (row & 7)) << 4) + ((col & 7) << 1);
-}
-__device__ __forceinline__ bool wgt_try_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  return done != 0;
 }
 template <int N, int RS>
 __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const CUtensorMap* map, int rows_mask,
@@ -163,8 +155,8 @@ __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const C
   if (tid == 0) {
     done = 0;
     for (int s = 0; s < 4; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(&bars[s]))), "r"(1) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      sm90::mbar_init(sm90::smem_u32(&bars[s]), 1);
+    sm90::fence_mbar_init();
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
@@ -174,31 +166,27 @@ __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const C
     const long long c0 = clock64();
     while (!done) {
       const int s = static_cast<int>(n & 3);
-      const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bars[s]));
+      const uint32_t bar = sm90::smem_u32(&bars[s]);
       if (n >= 4) {
         const long long w0 = clock64();
-        while (!wgt_try_wait(bar, static_cast<uint32_t>((n / 4 - 1) & 1))) {
+        while (!sm90::mbar_try_wait(bar, static_cast<uint32_t>((n / 4 - 1) & 1))) {
           if (clock64() - w0 > (1ll << 30)) { atomicExch(flag, 1); return; }
         }
       }
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(16384) : "memory");
-      asm volatile(
-          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-          " [%0], [%1, {%2, %3}], [%4];" ::"r"(ring + s * 16384u),
-          "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(static_cast<int>((n * 128) & rows_mask)), "r"(bar)
-          : "memory");
+      sm90::mbar_arrive_expect_tx(bar, 16384);
+      sm90::tma_load_2d(ring + s * 16384u, map, 0, static_cast<int>((n * 128) & rows_mask), bar);
       ++n;
     }
     for (long long j = (n > 4 ? n - 4 : 0); j < n; ++j) {  // drain
-      const uint32_t bar = static_cast<uint32_t>(__cvta_generic_to_shared(&bars[j & 3]));
-      while (!wgt_try_wait(bar, static_cast<uint32_t>((j / 4) & 1))) {}
+      const uint32_t bar = sm90::smem_u32(&bars[j & 3]);
+      while (!sm90::mbar_try_wait(bar, static_cast<uint32_t>((j / 4) & 1))) {}
     }
     times[1] = n;
     times[2] = clock64() - c0;
     return;
   }
-  const uint64_t da = wgt_desc(base);
-  const uint64_t db = wgt_desc(base + 8192);
+  const uint64_t da = sm90::make_desc(base, 16, 1024, 1);
+  const uint64_t db = sm90::make_desc(base + 8192, 16, 1024, 1);
   const int w = tid >> 5, l = tid & 31;
   uint32_t a[4];
 #pragma unroll
@@ -214,11 +202,11 @@ __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const C
 #pragma unroll 1
   for (int it = -4; it < iters; ++it) {
     if (it == 0) t0 = clock64();
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    sm90::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < 16; ++j) M::run(acc, da, a, db);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
   }
   const long long t1 = clock64();
   if (tid == 0) {
