@@ -26,7 +26,8 @@ sys.path.insert(0, ROOT)
 
 from hopsim.config import load_gpu  # noqa: E402
 from hopsim.timing.runner import simulate  # noqa: E402
-from kernels.gemm import build_gemm, setup_gemm  # noqa: E402
+from hopsim.gemm_setup import setup_gemm  # noqa: E402
+from kernels.gemm import build_gemm  # noqa: E402
 from kernels.params import GemmParams  # noqa: E402
 
 CONFIGS = {

@@ -30,7 +30,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from hopsim.config import load_gpu
+from hopsim.gemm_setup import read_result, reference, setup_gemm
+from hopsim.timing.runner import simulate
 from isa.errors import HopsimError, InputError
+from kernels.gemm import build_gemm
 from kernels.params import GemmParams
 
 MODES = ("auto", "fast", "full")
@@ -92,12 +98,6 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
     """Build the IR kernel of `params` (kernels/gemm.py) and time it on `gpu` (default H100 SXM,
     calibrated). `check=True` runs with values and compares the product with numpy (raises
     `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS."""
-    import numpy as np
-
-    from hopsim.config import load_gpu
-    from hopsim.timing.runner import simulate
-    from kernels.gemm import build_gemm, read_result, reference, setup_gemm
-
     if mode not in MODES:
         raise InputError("mode", mode, "one of " + ", ".join(MODES))
     if mode == "auto":
@@ -166,7 +166,5 @@ def flat_row(run: GemmRun) -> dict:
 
 def simulate_point(point: dict) -> dict:
     """Sweep function: simulate the GEMM configuration `point` (fast mode) -> flat result row."""
-    from hopsim.config import load_gpu
-
     gpu = load_gpu(point.get("gpu") or "h100_sxm").at_clock(point.get("sm_clock_mhz"))
     return flat_row(simulate_gemm(params_of(point), gpu))

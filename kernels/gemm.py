@@ -1,11 +1,12 @@
 """The TMA + WGMMA GEMM family in the hopsim IR: the same kernel as `kernels/cuda/gemm_sm90.cu`.
 
     from kernels.params import GemmParams
-    from kernels.gemm import build_gemm, setup_gemm, read_result, reference
+    from kernels.gemm import build_gemm
     gk = build_gemm(GemmParams(m=256, n=256, k=256))        # GemmKernel (cached per params)
-    gmem, launch, a, b = setup_gemm(p, gk, seed=0, values=True)
-    # run gk.kernel with hopsim.functional.runner.run_kernel or hopsim.timing.runner.simulate
-    c = read_result(gmem, p);  ref = reference(a, b, p)
+
+Its operands, global memory and launch (`setup_gemm`, `read_result`, `reference`) live in
+hopsim/gemm_setup.py: they build the simulator's GlobalMemory, and kernels/ imports nothing of
+the simulator.
 
 `build_gemm(params)` generates IR text that mirrors the CUDA kernel line by line (the problem
 size, tile, stages, ... are compile-time constants there as they are macros in the .cu):
@@ -54,7 +55,7 @@ Where the IR differs from the CUDA kernel (it cannot express, or the difference 
     too; the k-tile loops stay loops. Register allocation is not modelled: the IR names its
     values itself; `regs_per_thread` (for occupancy) is what ptxas reported for the .cu
     (see `estimate_regs`), not a count of the IR's registers.
-  * bf16 results: numpy has no bf16, so `read_result`/`setup_gemm` give bf16 data as float32
+  * bf16 results: numpy has no bf16, so hopsim/gemm_setup.py gives bf16 data as float32
     arrays holding exactly the bf16 values (global memory holds the bf16 bit patterns).
 """
 
@@ -65,7 +66,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isa.errors import InputError
 from isa.ir import parse
+from isa.tensormap import TensorMap
 from kernels.params import STATIC_SMEM_BYTES, GemmParams
 
 KERNEL_NAME = "gemm_sm90"
@@ -658,7 +661,6 @@ class _Gen:
 def build_gemm(params: GemmParams) -> GemmKernel:
     """The IR kernel of `params` (cached)."""
     if not isinstance(params, GemmParams):
-        from isa.errors import InputError
         raise InputError("params", type(params).__name__, "a kernels.params.GemmParams")
     text = _Gen(params).build()
     kernel = parse(text, filename=f"{params.tag}.ptx")
@@ -667,21 +669,9 @@ def build_gemm(params: GemmParams) -> GemmKernel:
                       regs_per_thread=estimate_regs(params))
 
 
-def _random(shape, dtype: str, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(stored array for global memory, its values as f16 / exact-f32 for bf16)."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    if dtype == "f16":
-        h = x.astype(np.float16)
-        return h, h
-    from isa.dtypes import bf16_bits_to_f32, f32_to_bf16_bits
-    bits = f32_to_bf16_bits(x)
-    return bits, bf16_bits_to_f32(bits)
-
-
 def tensor_maps(params: GemmParams, a_addr: int, b_addr: int):
     """The A and B tensor maps, as validation/harness.py's gemm_tensor_maps encodes them for the
     .cu (dims innermost first; L2 promotion 256B; no interleave; zero OOB fill)."""
-    from isa.tensormap import TensorMap
     p, w = params, params.box_width
     ta = TensorMap(dtype=p.dtype, global_dims=(p.k, p.m), global_strides_bytes=(p.k * 2,),
                    box_dims=(w, p.box_rows_a), global_address=a_addr, swizzle=p.swizzle,
@@ -695,47 +685,3 @@ def tensor_maps(params: GemmParams, a_addr: int, b_addr: int):
                        box_dims=(w, p.box_rows_b), global_address=b_addr, swizzle=p.swizzle,
                        l2_promotion="256B")
     return ta, tb
-
-
-def setup_gemm(params: GemmParams, gk: GemmKernel | None = None, seed: int = 0, values: bool = True):
-    """(gmem, launch, a, b): a GlobalMemory with A (MxK), B (NxK for tn, KxN for nn) and C (MxN),
-    random f16/bf16 values when `values` (zeros otherwise, allocated lazily), the tensor maps
-    registered as the kernel's `tma_a`/`tma_b`; launch = the `Launch` of `gk`. a and b are the
-    operand values (np.float16, or np.float32 holding the exact bf16 values)."""
-    from hopsim.functional.executor import Launch
-    from hopsim.functional.gmem import GlobalMemory
-
-    p = params
-    gk = gk if gk is not None else build_gemm(p)
-    bshape = (p.n, p.k) if p.layout == "tn" else (p.k, p.n)
-    g = GlobalMemory()
-    if values:
-        rng = np.random.default_rng(seed)
-        sa, a = _random((p.m, p.k), p.dtype, rng)
-        sb, b = _random(bshape, p.dtype, rng)
-        aa, ab = g.alloc("A", sa), g.alloc("B", sb)
-    else:
-        vt = np.float16 if p.dtype == "f16" else np.float32
-        a, b = np.zeros((p.m, p.k), vt), np.zeros(bshape, vt)
-        aa, ab = g.alloc("A", p.m * p.k * 2), g.alloc("B", p.n * p.k * 2)
-    ac = g.alloc("C", p.m * p.n * 2)
-    ta, tb = tensor_maps(p, aa, ab)
-    ha, hb = g.register_tensor_map("tma_a", ta), g.register_tensor_map("tma_b", tb)
-    launch = Launch(grid=gk.grid, block=gk.block, dynamic_smem=gk.dynamic_smem,
-                    params={"tma_a": ha, "tma_b": hb, "C": ac})
-    return g, launch, a, b
-
-
-def read_result(gmem, params: GemmParams) -> np.ndarray:
-    """C (M x N, row-major) from global memory: np.float16, or np.float32 of the bf16 values."""
-    p = params
-    if p.dtype == "f16":
-        return gmem.view("C", np.float16).reshape(p.m, p.n).copy()
-    from isa.dtypes import bf16_bits_to_f32
-    return bf16_bits_to_f32(gmem.view("C", np.uint16).reshape(p.m, p.n))
-
-
-def reference(a, b, params: GemmParams) -> np.ndarray:
-    """The float64 product with the params' layouts: tn C = A B^T (B is NxK), nn C = A B (KxN)."""
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return a64 @ (b64.T if params.layout == "tn" else b64)

@@ -24,8 +24,9 @@ import functools
 import numpy as np
 import pytest
 
+from hopsim.gemm_setup import read_result, reference, setup_gemm
 from isa.ir import parse, to_text, verify
-from kernels.gemm import _magic, build_gemm, estimate_regs, read_result, reference, setup_gemm
+from kernels.gemm import _magic, build_gemm, estimate_regs
 from kernels.params import GemmParams
 
 SQ = dict(m=256, n=256, k=256)

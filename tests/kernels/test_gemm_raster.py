@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernels.gemm import build_gemm, setup_gemm
+from hopsim.gemm_setup import setup_gemm
+from kernels.gemm import build_gemm
 from kernels.params import GemmParams
 
 
