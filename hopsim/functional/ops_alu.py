@@ -1,6 +1,7 @@
 """Builders of the register-only (ALU-class) instructions: mov, add ... cvt, elect.sync, ld.param, bra.
 
-Each builder returns (Kind.ALU, fn) with fn(ex, ws, mask) -> None (fall through) or a new pc.
+Each builder (registered with `@semantics(Cls)`) returns fn(ex, ws, mask) -> None (fall through) or
+a new pc; the timing class is the declaration's (`Kind.ALU` for all of these).
 Values are numpy arrays over the 32 lanes of the warp; integer arithmetic wraps at the type width.
 """
 
@@ -8,10 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.ir import instructions as I
+from isa.ir.operands import Imm, Reg
+
 from hopsim.functional.effect import Kind
 from hopsim.functional.errors import DivergentBranch, IllegalInstruction
 from hopsim.functional.program import (
-    builder, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,
+    semantics, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,
     with_scalar,
 )
 from hopsim.functional.regs import TYPES
@@ -56,10 +60,10 @@ def _half_lanes(t: str, fn):
 
 _UNSIGNED = {"u32": np.uint32, "b32": np.uint32, "s32": np.uint32,
              "u64": np.uint64, "b64": np.uint64, "s64": np.uint64}
-_SCALAR = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "And": lambda a, b: a & b,
-           "Or": lambda a, b: a | b, "Xor": lambda a, b: a ^ b}
-_SIGN_AGNOSTIC = {"Add": np.add, "Sub": np.subtract, "And": np.bitwise_and, "Or": np.bitwise_or,
-                  "Xor": np.bitwise_xor}
+_SCALAR = {I.Add: lambda a, b: a + b, I.Sub: lambda a, b: a - b, I.And: lambda a, b: a & b,
+           I.Or: lambda a, b: a | b, I.Xor: lambda a, b: a ^ b}
+_SIGN_AGNOSTIC = {I.Add: np.add, I.Sub: np.subtract, I.And: np.bitwise_and, I.Or: np.bitwise_or,
+                  I.Xor: np.bitwise_xor}
 
 
 def _fast_binop(ins, ctx, uf):
@@ -70,7 +74,7 @@ def _fast_binop(ins, ctx, uf):
     is64 = u is np.uint64
 
     def src(op):
-        if type(op).__name__ == "Reg":
+        if isinstance(op, Reg):
             r = ctx.row(op)
             return r, None
         return None, imm_value(op.value, "u64" if is64 else "u32")
@@ -89,14 +93,14 @@ def _fast_binop(ins, ctx, uf):
         else:
             np.copyto(bits[rd, lanes], r, where=mask, casting="unsafe")
     t = ins.type
-    sf = _SCALAR[type(ins).__name__]
-    return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)], rd, sf,
-                                 _width(t))
+    sf = _SCALAR[type(ins)]
+    return with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)], rd, sf,
+                       _width(t))
 
 
 def _binop(ins, ctx, f):
     t = ins.type
-    uf = _SIGN_AGNOSTIC.get(type(ins).__name__)
+    uf = _SIGN_AGNOSTIC.get(type(ins))
     if uf is not None and t in _UNSIGNED:
         return _fast_binop(ins, ctx, uf)
     ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
@@ -106,49 +110,49 @@ def _binop(ins, ctx, f):
 
     def fn(ex, ws, mask):
         st(ex, ws, f(ga(ex, ws), gb(ex, ws)), mask)
-    return Kind.ALU, fn
+    return fn
 
 
 def _arr(x):
     return np.asarray(x)
 
 
-@builder("Add")
+@semantics(I.Add)
 def _add(ins, ctx):
     return _binop(ins, ctx, lambda a, b: _arr(a) + b)
 
 
-@builder("Sub")
+@semantics(I.Sub)
 def _sub(ins, ctx):
     return _binop(ins, ctx, lambda a, b: _arr(a) - b)
 
 
-@builder("Min")
+@semantics(I.Min)
 def _min(ins, ctx):
     return _binop(ins, ctx, np.minimum)
 
 
-@builder("Max")
+@semantics(I.Max)
 def _max(ins, ctx):
     return _binop(ins, ctx, np.maximum)
 
 
-@builder("And")
+@semantics(I.And)
 def _and(ins, ctx):
     return _binop(ins, ctx, lambda a, b: _arr(a) & b)
 
 
-@builder("Or")
+@semantics(I.Or)
 def _or(ins, ctx):
     return _binop(ins, ctx, lambda a, b: _arr(a) | b)
 
 
-@builder("Xor")
+@semantics(I.Xor)
 def _xor(ins, ctx):
     return _binop(ins, ctx, lambda a, b: _arr(a) ^ b)
 
 
-@builder("Not")
+@semantics(I.Not)
 def _not(ins, ctx):
     t = ins.type
     ga = value_getter(ins.a, t, ctx)
@@ -157,7 +161,7 @@ def _not(ins, ctx):
     def fn(ex, ws, mask):
         a = _arr(ga(ex, ws))
         st(ex, ws, ~a if a.dtype != bool else np.logical_not(a), mask)
-    return Kind.ALU, fn
+    return fn
 
 
 def _shift(ins, ctx, left: bool):
@@ -167,7 +171,7 @@ def _shift(ins, ctx, left: bool):
     gb = value_getter(ins.b, "u32", ctx)
     st = reg_setter(ins.dst, t, ctx)
     signed_ = TYPES[t][0].kind == "i"
-    if type(ins.b).__name__ == "Imm" and 0 <= int(ins.b.value) < w:
+    if isinstance(ins.b, Imm) and 0 <= int(ins.b.value) < w:
         k = TYPES[t][0].type(int(ins.b.value))
         if left:
             f = lambda a: a << k  # noqa: E731
@@ -183,7 +187,7 @@ def _shift(ins, ctx, left: bool):
             sf = lambda a, b: signed(a, w) >> kk  # noqa: E731
         else:
             sf = lambda a, b: a >> kk  # noqa: E731
-        return Kind.ALU, with_scalar(fn_imm, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, "u32", ctx)],
+        return with_scalar(fn_imm, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, "u32", ctx)],
                                      ctx.row(ins.dst), sf, w)
 
     def fn(ex, ws, mask):
@@ -197,15 +201,15 @@ def _shift(ins, ctx, left: bool):
             r = a >> bs
             r = np.where(big, np.where(a < 0, -1, 0) if signed_ else 0, r)
         st(ex, ws, r.astype(a.dtype), mask)
-    return Kind.ALU, fn
+    return fn
 
 
-@builder("Shl")
+@semantics(I.Shl)
 def _shl(ins, ctx):
     return _shift(ins, ctx, True)
 
 
-@builder("Shr")
+@semantics(I.Shr)
 def _shr(ins, ctx):
     return _shift(ins, ctx, False)
 
@@ -242,7 +246,7 @@ def _mul_parts(t: str, mode):
     return hi64, t
 
 
-@builder("Mul")
+@semantics(I.Mul)
 def _mul(ins, ctx):
     t = ins.type
     f, dt = _mul_parts(t, ins.mode)
@@ -255,9 +259,9 @@ def _mul(ins, ctx):
         st(ex, ws, f(ga(ex, ws), gb(ex, ws)), mask)
     sf = _scalar_mul(t, ins.mode)
     if sf is not None:
-        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)],
+        return with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)],
                                      ctx.row(ins.dst), sf, _width(dt))
-    return Kind.ALU, fn
+    return fn
 
 
 def _scalar_mul(t: str, mode):
@@ -275,7 +279,7 @@ def _scalar_mul(t: str, mode):
     return None
 
 
-@builder("Mad")
+@semantics(I.Mad)
 def _mad(ins, ctx):
     t = ins.type
     f, dt = _mul_parts(t, ins.mode)
@@ -287,22 +291,22 @@ def _mad(ins, ctx):
         def fn(ex, ws, mask):
             r = _arr(ga(ex, ws)).astype(np.float64) * gb(ex, ws) + _arr(gc(ex, ws)).astype(np.float64)
             st(ex, ws, r.astype(TYPES[t][0]), mask)
-        return Kind.ALU, fn
+        return fn
     if _packed_half(t):
         f3 = _half_lanes(t, lambda a, b, c: a * b + c)
 
         def fn(ex, ws, mask):
             st(ex, ws, f3(ga(ex, ws), gb(ex, ws), gc(ex, ws)), mask)
-        return Kind.ALU, fn
+        return fn
 
     def fn(ex, ws, mask):
         st(ex, ws, f(ga(ex, ws), gb(ex, ws)) + gc(ex, ws), mask)
     sf = _scalar_mul(t, ins.mode)
     if sf is not None:
-        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx),
+        return with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx),
                                           scalar_getter(ins.c, dt, ctx)],
                                      ctx.row(ins.dst), lambda a, b, c: sf(a, b) + c, _width(dt))
-    return Kind.ALU, fn
+    return fn
 
 
 import operator as _op  # noqa: E402
@@ -315,7 +319,7 @@ _CMP = {
 }
 
 
-@builder("Setp")
+@semantics(I.Setp)
 def _setp(ins, ctx):
     t = ins.type
     if t == "bf16":
@@ -345,12 +349,12 @@ def _setp(ins, ctx):
             sf = lambda a, b: int(pc(signed(a, w), signed(b, w)))  # noqa: E731
         else:
             sf = lambda a, b: int(pc(a, b))  # noqa: E731
-        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)],
+        return with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx)],
                                      ctx.row(ins.dst), sf, 1)
-    return Kind.ALU, fn
+    return fn
 
 
-@builder("Selp")
+@semantics(I.Selp)
 def _selp(ins, ctx):
     t = ins.type
     ga, gb = value_getter(ins.a, t, ctx), value_getter(ins.b, t, ctx)
@@ -360,13 +364,13 @@ def _selp(ins, ctx):
     def fn(ex, ws, mask):
         st(ex, ws, np.where(gc(ex, ws), ga(ex, ws), gb(ex, ws)), mask)
     if t in _UNSIGNED:
-        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx),
+        return with_scalar(fn, [scalar_getter(ins.a, t, ctx), scalar_getter(ins.b, t, ctx),
                                           scalar_getter(ins.c, "pred", ctx)],
                                      ctx.row(ins.dst), lambda a, b, c: a if c else b, _width(t))
-    return Kind.ALU, fn
+    return fn
 
 
-@builder("Mov")
+@semantics(I.Mov)
 def _mov(ins, ctx):
     t = ins.type
     g = value_getter(ins.src, t, ctx)
@@ -376,15 +380,15 @@ def _mov(ins, ctx):
         st(ex, ws, g(ex, ws), mask)
     sg = scalar_getter(ins.src, t, ctx)
     if sg is None:
-        return Kind.ALU, fn
-    return Kind.ALU, with_scalar(fn, [sg, lambda ex, ws: 0], ctx.row(ins.dst), lambda a, b: a, _width(t))
+        return fn
+    return with_scalar(fn, [sg, lambda ex, ws: 0], ctx.row(ins.dst), lambda a, b: a, _width(t))
 
 
 _INT_BITS = frozenset({"u16", "s16", "u32", "s32", "u64", "s64"})
 _INT_RND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, None: np.trunc}
 
 
-@builder("Cvt")
+@semantics(I.Cvt)
 def _cvt(ins, ctx):
     d, s = ins.dtype, ins.stype
     st = reg_setter(ins.dst, d if d != "bf16" else "b16", ctx)
@@ -398,7 +402,7 @@ def _cvt(ins, ctx):
 
         def fn(ex, ws, mask):  # a -> upper half, b -> lower half (PTX cvt.f16x2.f32 d, a, b)
             st(ex, ws, (pack(ga(ex, ws)) << np.uint32(16)) | pack(gb(ex, ws)), mask)
-        return Kind.ALU, fn
+        return fn
     gs = value_getter(ins.src, s if s != "bf16" else "b16", ctx)
     d_float, s_float = d[0] in "fb", s[0] in "fb"
 
@@ -409,7 +413,7 @@ def _cvt(ins, ctx):
     if d == "bf16":
         def fn(ex, ws, mask):
             st(ex, ws, f32_to_bf16_bits(src_val(ex, ws).astype(np.float32)), mask)
-        return Kind.ALU, fn
+        return fn
     ddt = TYPES[d][0]
     if s_float and not d_float:
         rnd = _INT_RND[ins.rnd]
@@ -419,23 +423,23 @@ def _cvt(ins, ctx):
             v = rnd(src_val(ex, ws).astype(np.float64))
             v = np.nan_to_num(v, nan=0.0)
             st(ex, ws, np.clip(v, info.min, info.max).astype(ddt), mask)
-        return Kind.ALU, fn
+        return fn
     if ins.sat and d_float:
         def fn(ex, ws, mask):
             st(ex, ws, np.clip(src_val(ex, ws).astype(ddt), 0, 1), mask)
-        return Kind.ALU, fn
+        return fn
 
     def fn(ex, ws, mask):
         st(ex, ws, src_val(ex, ws).astype(ddt), mask)
     if not d_float and not s_float and s in _INT_BITS and d in _INT_BITS:
         sw = _width(s)
         ext = (lambda a, b: signed(a, sw)) if s[0] == "s" else (lambda a, b: a)
-        return Kind.ALU, with_scalar(fn, [scalar_getter(ins.src, s, ctx), lambda ex, ws: 0],
+        return with_scalar(fn, [scalar_getter(ins.src, s, ctx), lambda ex, ws: 0],
                                      ctx.row(ins.dst), ext, _width(d))
-    return Kind.ALU, fn
+    return fn
 
 
-@builder("ElectSync")
+@semantics(I.ElectSync)
 def _elect(ins, ctx):
     gm = value_getter(ins.membermask, "u32", ctx)
     sp = reg_setter(ins.pred, "pred", ctx)
@@ -449,10 +453,10 @@ def _elect(ins, ctx):
         sp(ex, ws, np.arange(32) == leader, mask)
         if sl is not None:
             sl(ex, ws, np.full(32, max(leader, 0), np.uint32), mask)
-    return Kind.ALU, fn
+    return fn
 
 
-@builder("LdParam")
+@semantics(I.LdParam)
 def _ldparam(ins, ctx):
     t = ins.type
     base = ins.addr.base.name
@@ -465,11 +469,11 @@ def _ldparam(ins, ctx):
         st(ex, ws, g(ex, ws), mask)
     sg = scalar_getter(ins.addr.base, t, ctx)
     if sg is None:
-        return Kind.ALU, fn
-    return Kind.ALU, with_scalar(fn, [sg, lambda ex, ws: 0], ctx.row(ins.dst), lambda a, b: a, _width(t))
+        return fn
+    return with_scalar(fn, [sg, lambda ex, ws: 0], ctx.row(ins.dst), lambda a, b: a, _width(t))
 
 
-@builder("Bra")
+@semantics(I.Bra)
 def _bra(ins, ctx):
     name = ins.target.name
     if name not in ctx.label_pc:
@@ -477,7 +481,7 @@ def _bra(ins, ctx):
     target = ctx.label_pc[name]
     guard = ins.guard
     if guard is None:
-        return Kind.ALU, lambda ex, ws, mask: target
+        return lambda ex, ws, mask: target
     prow, neg = ctx.row(guard.pred), bool(guard.negate)
 
     def fn(ex, ws, mask):
@@ -493,12 +497,12 @@ def _bra(ins, ctx):
             raise DivergentBranch(f"branch guard is true on {n} of {ws.nactive} active lanes: "
                                   f"divergent branches are not modelled (make the condition warp-uniform)")
         return target
-    return Kind.ALU, fn
+    return fn
 
 
-@builder("FenceProxyAsync", "FenceMbarrierInit")
+@semantics(I.FenceProxyAsync, I.FenceMbarrierInit)
 def _fence(ins, ctx):
-    return Kind.ALU, lambda ex, ws, mask: None
+    return lambda ex, ws, mask: None
 
 
 __all__ = ["imm_value", "reader"]

@@ -18,19 +18,22 @@ import itertools
 
 import numpy as np
 
+from isa.ir import instructions as I
+from isa.ir.operands import Imm, Sym
+
 from hopsim.functional import bridge
 from hopsim.functional import wgmma as W
 from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind, WgmmaInfo
 from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.ops_sync import advance_bulk, advance_groups, bulk_state, collective
-from hopsim.functional.program import address_getter, builder, uniform, uniform_address, uniform_operand, value_getter
+from hopsim.functional.program import address_getter, semantics, uniform, uniform_address, uniform_operand, value_getter
 
 _IDS = itertools.count(1)
 
 
 def _tmap_getter(tmap, ctx):
-    if type(tmap).__name__ == "Sym":
+    if isinstance(tmap, Sym):
         name = tmap.name
         return lambda ex, ws, mask: int(ex.param(name))
     return uniform_operand(tmap, "u64", ctx, "tensor-map address")
@@ -44,7 +47,7 @@ def _coords_getter(coords, ctx):
     return g
 
 
-@builder("CpAsyncBulkTensorLoad")
+@semantics(I.CpAsyncBulkTensorLoad)
 def _tma_load(ins, ctx):
     gdst = uniform_address(ins.dst, ctx, "TMA destination")
     gmbar = uniform_address(ins.mbar, ctx, "TMA mbarrier")
@@ -97,10 +100,10 @@ def _tma_load(ins, ctx):
         return Effect(kind=Kind.TMA_LOAD, warp=ws.w, lanes=n, smem_range=(dst, dst + foot), smem_bytes=n * nbytes,
                       gmem_ranges=ranges, gmem_bytes=n * nbytes, tile_key=(handle, coords), mbarrier=mbar,
                       phase=ex.mbar[mbar].phase, tx_bytes=n * nbytes, complete=complete)
-    return Kind.TMA_LOAD, fn
+    return fn
 
 
-@builder("CpAsyncBulkTensorStore")
+@semantics(I.CpAsyncBulkTensorStore)
 def _tma_store(ins, ctx):
     gsrc = uniform_address(ins.src, ctx, "TMA source")
     gtmap = _tmap_getter(ins.tmap, ctx)
@@ -138,7 +141,7 @@ def _tma_store(ins, ctx):
         return Effect(kind=Kind.TMA_STORE, warp=ws.w, lanes=n, smem_range=(src, src + foot), smem_bytes=n * nbytes,
                       gmem_ranges=bridge.global_ranges(ex.gmem, tmap, coords), gmem_bytes=n * nbytes, is_write=True,
                       tile_key=(handle, coords), group=group, complete=complete)
-    return Kind.TMA_STORE, fn
+    return fn
 
 
 _CHUNKS: dict = {}
@@ -157,7 +160,7 @@ def _chunks(desc_a, desc_b, n, dtype_a, dtype_b, ta, tb) -> np.ndarray:
     return c
 
 
-@builder("WgmmaMmaAsync")
+@semantics(I.WgmmaMmaAsync)
 def _wgmma(ins, ctx):
     n = ins.shape_n
     dtype_d, dtype_a, dtype_b = ins.dtype_d, ins.dtype_a, ins.dtype_b
@@ -170,7 +173,7 @@ def _wgmma(ins, ctx):
     rows = frozenset(d_rows.tolist()) | (frozenset(a_rows.tolist()) if a_regs else frozenset())
     ctx.wgmma_rows |= rows
     scale_d = ins.scale_d
-    sd_const = int(scale_d.value) if type(scale_d).__name__ == "Imm" else None
+    sd_const = int(scale_d.value) if isinstance(scale_d, Imm) else None
     sd_row = None if sd_const is not None else ctx.row(scale_d)
     sa, sb = int(ins.imm_scale_a), int(ins.imm_scale_b)
     ta, tb = int(ins.imm_trans_a), int(ins.imm_trans_b)
@@ -211,4 +214,4 @@ def _wgmma(ins, ctx):
 
         return Effect(kind=Kind.WGMMA, warp=ws.w, lanes=128, wgmma=info, group=group,
                       smem_bytes=info.operand_bytes, complete=complete, extra={"desc_a": desc_a, "desc_b": desc_b})
-    return Kind.WGMMA, collective(Kind.WGMMA, body)
+    return collective(Kind.WGMMA, body)

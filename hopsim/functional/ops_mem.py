@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.ir import instructions as I
+
 from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind
 from hopsim.functional.errors import IllegalInstruction
-from hopsim.functional.program import address_getter, builder, reader, writer
+from hopsim.functional.program import address_getter, semantics, reader, writer
 from hopsim.functional.regs import TYPES
 
 _U = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -68,7 +70,7 @@ def _sign_extend(t: str):
     return {"s8": "s32", "s16": "s32"}.get(t, {"u8": "u32", "b8": "u32"}.get(t, t))
 
 
-@builder("LdShared")
+@semantics(I.LdShared)
 def _ld_shared(ins, ctx):
     t = ins.type
     vec = ins.vec
@@ -95,10 +97,10 @@ def _ld_shared(ins, ctx):
                 dst[mask] = wr(vals[:, i])
         return Effect(kind=Kind.LD_SHARED, warp=ws.w, lanes=n, smem_addrs=addrs, smem_access_bytes=size,
                       smem_bytes=n * size)
-    return Kind.LD_SHARED, fn
+    return fn
 
 
-@builder("StShared")
+@semantics(I.StShared)
 def _st_shared(ins, ctx):
     t = ins.type
     vec = ins.vec
@@ -125,7 +127,7 @@ def _st_shared(ins, ctx):
             ex.smem[addrs[:, None] + span] = vals.view(np.uint8).reshape(n, size)
         return Effect(kind=Kind.ST_SHARED, warp=ws.w, lanes=n, smem_addrs=addrs, smem_access_bytes=size,
                       smem_bytes=n * size, is_write=True)
-    return Kind.ST_SHARED, fn
+    return fn
 
 
 def _sector_ranges(addrs: np.ndarray, size: int) -> tuple:
@@ -145,7 +147,7 @@ def _sector_ranges(addrs: np.ndarray, size: int) -> tuple:
     return tuple(out)
 
 
-@builder("LdGlobal")
+@semantics(I.LdGlobal)
 def _ld_global(ins, ctx):
     t = ins.type
     vec = ins.vec
@@ -166,10 +168,10 @@ def _ld_global(ins, ctx):
                 dst[mask] = wr(vals[:, i])
         return Effect(kind=Kind.LD_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec),
                       gmem_bytes=n * esize * vec, smem_access_bytes=esize * vec)
-    return Kind.LD_GLOBAL, fn
+    return fn
 
 
-@builder("StGlobal")
+@semantics(I.StGlobal)
 def _st_global(ins, ctx):
     t = ins.type
     vec = ins.vec
@@ -191,7 +193,7 @@ def _st_global(ins, ctx):
             ex.gmem.store(addrs, vals, dt, vec)
         return Effect(kind=Kind.ST_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec),
                       gmem_bytes=n * esize * vec, is_write=True, smem_access_bytes=esize * vec)
-    return Kind.ST_GLOBAL, fn
+    return fn
 
 
 def _matrix_addrs(ex, ws, ga, num: int, what: str) -> np.ndarray:
@@ -207,7 +209,7 @@ def _matrix_addrs(ex, ws, ga, num: int, what: str) -> np.ndarray:
 _SPAN16 = np.arange(16)
 
 
-@builder("Ldmatrix")
+@semantics(I.Ldmatrix)
 def _ldmatrix(ins, ctx):
     num, trans = ins.num, bool(ins.trans)
     rows = [ctx.row(r) for r in ins.regs.regs]
@@ -229,10 +231,10 @@ def _ldmatrix(ins, ctx):
             dst[mask] = packed[j][mask]
         return Effect(kind=Kind.LDMATRIX, warp=ws.w, lanes=int(np.count_nonzero(mask)), smem_addrs=addrs,
                       smem_access_bytes=16, smem_bytes=num * 128)
-    return Kind.LDMATRIX, fn
+    return fn
 
 
-@builder("Stmatrix")
+@semantics(I.Stmatrix)
 def _stmatrix(ins, ctx):
     num, trans = ins.num, bool(ins.trans)
     rows = [ctx.row(r) for r in ins.regs.regs]
@@ -251,4 +253,4 @@ def _stmatrix(ins, ctx):
         ex.smem[addrs[:, None] + _SPAN16] = np.ascontiguousarray(m).view(np.uint8).reshape(8 * num, 16)
         return Effect(kind=Kind.STMATRIX, warp=ws.w, lanes=int(np.count_nonzero(mask)), smem_addrs=addrs,
                       smem_access_bytes=16, smem_bytes=num * 128, is_write=True)
-    return Kind.STMATRIX, fn
+    return fn

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.ir import instructions as I
+
 from hopsim.functional.effect import Effect, Kind
 from hopsim.functional.errors import ArrivalCountOutOfRange, IllegalInstruction
 from hopsim.functional.mbarrier import MbarrierState
 from hopsim.functional.program import (
-    address_getter, builder, reg_setter, uniform, uniform_address, uniform_operand, value_getter,
+    address_getter, semantics, reg_setter, uniform, uniform_address, uniform_operand, value_getter,
 )
 
 
@@ -66,10 +68,10 @@ def _mbar_lane_op(ins, ctx, kind, apply):
             st(ex, ws, np.uint64(phase), mask)
         return Effect(kind=kind, warp=ws.w, lanes=len(addrs), mbarrier=addrs[0] if addrs else None,
                       phase=phase, tx_bytes=tx * len(addrs) if gtx is not None else 0, fired=tuple(fired))
-    return kind, fn
+    return fn
 
 
-@builder("MbarrierInit")
+@semantics(I.MbarrierInit)
 def _init(ins, ctx):
     ga = address_getter(ins.addr, ctx)
     gc = value_getter(ins.count, "u32", ctx)
@@ -86,30 +88,30 @@ def _init(ins, ctx):
                 w.last_phase.pop(addr, None)
         return Effect(kind=Kind.MBAR_INIT, warp=ws.w, lanes=len(addrs), mbarrier=addrs[0] if addrs else None,
                       phase=0, extra={"count": count})
-    return Kind.MBAR_INIT, fn
+    return fn
 
 
-@builder("MbarrierArrive")
+@semantics(I.MbarrierArrive)
 def _arrive(ins, ctx):
     return _mbar_lane_op(ins, ctx, Kind.MBAR_ARRIVE, lambda bar, tx, cnt: bar.arrive(cnt))
 
 
-@builder("MbarrierArriveExpectTx")
+@semantics(I.MbarrierArriveExpectTx)
 def _arrive_tx(ins, ctx):
     return _mbar_lane_op(ins, ctx, Kind.MBAR_ARRIVE, lambda bar, tx, cnt: bar.arrive_expect_tx(tx))
 
 
-@builder("MbarrierExpectTx")
+@semantics(I.MbarrierExpectTx)
 def _expect_tx(ins, ctx):
     return _mbar_lane_op(ins, ctx, Kind.MBAR_EXPECT_TX, lambda bar, tx, cnt: bar.expect_tx(tx))
 
 
-@builder("MbarrierCompleteTx")
+@semantics(I.MbarrierCompleteTx)
 def _complete_tx(ins, ctx):
     return _mbar_lane_op(ins, ctx, Kind.MBAR_COMPLETE_TX, lambda bar, tx, cnt: bar.complete_tx(tx))
 
 
-@builder("MbarrierInval")
+@semantics(I.MbarrierInval)
 def _inval(ins, ctx):
     ga = address_getter(ins.addr, ctx)
 
@@ -119,7 +121,7 @@ def _inval(ins, ctx):
             ex.mbarrier(addr)
             del ex.mbar[addr]
         return Effect(kind=Kind.MBAR_INVAL, warp=ws.w, lanes=len(addrs), mbarrier=addrs[0] if addrs else None)
-    return Kind.MBAR_INVAL, fn
+    return fn
 
 
 def _wait_builder(ins, ctx, blocking: bool):
@@ -157,21 +159,21 @@ def _wait_builder(ins, ctx, blocking: bool):
         ws.block = (key, kind, False, None)
         return Effect(kind=kind, warp=ws.w, lanes=ws.nactive, mbarrier=addr, phase=bar.phase, blocked_on=key)
     fn.scalar_aware = True  # it maintains ws.uni of its predicate itself
-    return kind, fn
+    return fn
 
 
-@builder("MbarrierTryWaitParity")
+@semantics(I.MbarrierTryWaitParity)
 def _try_wait(ins, ctx):
     return _wait_builder(ins, ctx, True)
 
 
-@builder("MbarrierTestWaitParity")
+@semantics(I.MbarrierTestWaitParity)
 def _test_wait(ins, ctx):
     return _wait_builder(ins, ctx, False)
 
 
 # ------------------------------------------------------------------------------------ bar.sync / exit
-@builder("BarSync")
+@semantics(I.BarSync)
 def _bar_sync(ins, ctx):
     gb = value_getter(ins.barrier, "u32", ctx)
     gc = value_getter(ins.count, "u32", ctx) if ins.count is not None else None
@@ -188,7 +190,7 @@ def _bar_sync(ins, ctx):
             return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
         ws.block = (key, Kind.BAR_SYNC, True, None)
         return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, blocked_on=key, extra={"barrier": bid})
-    return Kind.BAR_SYNC, fn
+    return fn
 
 
 def _release_bar(ex, bid: int) -> tuple:
@@ -211,7 +213,7 @@ def exit_fn(ex, ws, mask):
     return Effect(kind=Kind.EXIT, warp=ws.w, lanes=ws.nactive, fired=tuple(fired))
 
 
-@builder("Exit")
+@semantics(I.Exit)
 def _exit(ins, ctx):
     if ins.guard is not None:
         def fn(ex, ws, mask):
@@ -221,8 +223,8 @@ def _exit(ins, ctx):
             if n != ws.nactive:
                 raise IllegalInstruction("a guarded exit taken by only some lanes of a warp is not modelled")
             return exit_fn(ex, ws, mask)
-        return Kind.EXIT, fn
-    return Kind.EXIT, exit_fn
+        return fn
+    return exit_fn
 
 
 # ------------------------------------------------------------------------------------ warpgroup collectives
@@ -263,13 +265,13 @@ def _block_warpgroup(ex, g, key, kind, on_resume) -> None:
         ex.warps[w].block = (key, kind, True, on_resume)
 
 
-@builder("WgmmaFence")
+@semantics(I.WgmmaFence)
 def _wgmma_fence(ins, ctx):
     def body(ex, g, ws, mask):
         g.fenced = True
         g.dirty.clear()
         return Effect(kind=Kind.WGMMA_FENCE, warp=ws.w, lanes=128)
-    return Kind.WGMMA_FENCE, collective(Kind.WGMMA_FENCE, body)
+    return collective(Kind.WGMMA_FENCE, body)
 
 
 def advance_groups(ex, g) -> tuple:
@@ -298,7 +300,7 @@ def retire_groups(ex, g, upto: int) -> None:
     g.inflight_rows = rows
 
 
-@builder("WgmmaCommitGroup")
+@semantics(I.WgmmaCommitGroup)
 def _wgmma_commit(ins, ctx):
     def body(ex, g, ws, mask):
         group = g.committed
@@ -307,10 +309,10 @@ def _wgmma_commit(ins, ctx):
         g.committed += 1
         fired = advance_groups(ex, g)
         return Effect(kind=Kind.WGMMA_COMMIT, warp=ws.w, lanes=128, group=group, fired=fired)
-    return Kind.WGMMA_COMMIT, collective(Kind.WGMMA_COMMIT, body)
+    return collective(Kind.WGMMA_COMMIT, body)
 
 
-@builder("WgmmaWaitGroup")
+@semantics(I.WgmmaWaitGroup)
 def _wgmma_wait(ins, ctx):
     n = int(ins.n)
 
@@ -322,16 +324,16 @@ def _wgmma_wait(ins, ctx):
         key = ("wgmma", g.g, need - 1)
         _block_warpgroup(ex, g, key, Kind.WGMMA_WAIT, lambda: retire_groups(ex, g, need))
         return Effect(kind=Kind.WGMMA_WAIT, warp=ws.w, lanes=128, group=need - 1, blocked_on=key)
-    return Kind.WGMMA_WAIT, collective(Kind.WGMMA_WAIT, body)
+    return collective(Kind.WGMMA_WAIT, body)
 
 
-@builder("Setmaxnreg")
+@semantics(I.Setmaxnreg)
 def _setmaxnreg(ins, ctx):
     count, action = int(ins.count), ins.action
 
     def body(ex, g, ws, mask):
         return Effect(kind=Kind.SETMAXNREG, warp=ws.w, lanes=128, extra={"count": count, "action": action})
-    return Kind.SETMAXNREG, collective(Kind.SETMAXNREG, body)
+    return collective(Kind.SETMAXNREG, body)
 
 
 # ------------------------------------------------------------------------------------ bulk-async groups
@@ -351,7 +353,7 @@ def advance_bulk(ex, w: int) -> tuple:
     return tuple(fired)
 
 
-@builder("CpAsyncBulkCommitGroup")
+@semantics(I.CpAsyncBulkCommitGroup)
 def _bulk_commit(ins, ctx):
     def fn(ex, ws, mask):
         st = bulk_state(ex, ws.w)
@@ -361,10 +363,10 @@ def _bulk_commit(ins, ctx):
         st["committed"] += 1
         return Effect(kind=Kind.BULK_COMMIT, warp=ws.w, lanes=int(np.count_nonzero(mask)), group=group,
                       fired=advance_bulk(ex, ws.w))
-    return Kind.BULK_COMMIT, fn
+    return fn
 
 
-@builder("CpAsyncBulkWaitGroup")
+@semantics(I.CpAsyncBulkWaitGroup)
 def _bulk_wait(ins, ctx):
     n = int(ins.n)
     read = bool(ins.read)
@@ -378,7 +380,7 @@ def _bulk_wait(ins, ctx):
         ws.block = (key, Kind.BULK_WAIT, True, None)
         return Effect(kind=Kind.BULK_WAIT, warp=ws.w, lanes=ws.nactive, group=need - 1, blocked_on=key,
                       extra={"read": read})
-    return Kind.BULK_WAIT, fn
+    return fn
 
 
 __all__ = ["exit_fn", "collective", "advance_groups", "retire_groups", "ArrivalCountOutOfRange"]

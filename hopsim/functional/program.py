@@ -7,8 +7,9 @@
 Each `Op.fn(ex, ws, mask)` executes the instruction for warp `ws` of executor `ex`, for the lanes in
 `mask` (active and guard true). ALU ops return None (fall through) or the new pc (branch); every
 other op returns an `Effect`. Register names, symbol offsets, types and converters are resolved
-here, so nothing is decoded at issue time. The op builders live in `ops_*.py` modules, registered
-by instruction class name in `BUILDERS`.
+here, so nothing is decoded at issue time. The semantics (op builders) live in `ops_*.py` modules,
+registered per instruction class with `@semantics(Cls)` in `SEMANTICS` and found through the
+instruction's MRO; the op's timing class is the declaration's `timing_class`.
 """
 
 from __future__ import annotations
@@ -18,20 +19,36 @@ from typing import Callable
 
 import numpy as np
 
+from isa.ir.instructions import Exit
+from isa.ir.operands import Imm, Reg, SReg, Sym
+from isa.ir.program import LabelDef
+
 from hopsim.functional.effect import Kind
 from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.regs import TYPES, RegLayout
 
-BUILDERS: dict[str, Callable] = {}
-"""Instruction class name -> builder(ins, ctx) -> (kind, fn)."""
+SEMANTICS: dict[type, Callable] = {}
+"""Instruction class -> builder(ins, ctx) -> fn(ex, ws, mask): the functional semantics."""
 
 
-def builder(*names: str):
+def semantics(*classes: type):
+    """Register the decorated builder as the functional semantics of `classes` (and subclasses)."""
     def deco(f):
-        for n in names:
-            BUILDERS[n] = f
+        for cls in classes:
+            if cls in SEMANTICS:
+                raise ValueError(f"{cls.__name__} already has functional semantics")
+            SEMANTICS[cls] = f
         return f
     return deco
+
+
+def semantics_of(cls: type) -> Callable | None:
+    """The builder registered for `cls` or its nearest registered base class, or None."""
+    for c in cls.__mro__:
+        b = SEMANTICS.get(c)
+        if b is not None:
+            return b
+    return None
 
 
 @dataclass(slots=True)
@@ -168,7 +185,7 @@ def _compile(kernel) -> Program:
     label_pc: dict[str, int] = {}
     pending_labels: list[str] = []
     for i, item in enumerate(body):
-        if type(item).__name__ == "LabelDef":
+        if isinstance(item, LabelDef):
             pending_labels.append(item.name)
             continue
         for name in pending_labels:
@@ -199,12 +216,13 @@ def _text(ins) -> str:
 
 
 def _compile_one(ins, index: int, pc: int, ctx: Ctx) -> Op:
-    name = type(ins).__name__
-    b = BUILDERS.get(name)
+    b = semantics_of(type(ins))
     if b is None:
-        raise IllegalInstruction(f"the functional machine does not implement {name}", index=index, text=_text(ins))
+        raise IllegalInstruction(f"the functional machine does not implement {type(ins).__name__}",
+                                 index=index, text=_text(ins))
+    kind = type(ins).timing_class
     try:
-        kind, fn = b(ins, ctx)
+        fn = b(ins, ctx)
     except IllegalInstruction as e:
         raise e.located(index=index, text=_text(ins))
     guard = getattr(ins, "guard", None)
@@ -223,26 +241,25 @@ def _compile_one(ins, index: int, pc: int, ctx: Ctx) -> Op:
 
 def _implicit_exit(index: int, pc: int) -> Op:
     from hopsim.functional.ops_sync import exit_fn
-    return Op(index=index, instr=None, kind=Kind.EXIT, fn=exit_fn, next_pc=pc, guard_row=None, guard_neg=False,
+    return Op(index=index, instr=None, kind=Exit.timing_class, fn=exit_fn, next_pc=pc, guard_row=None, guard_neg=False,
               rows=frozenset(), rows_written=frozenset(), collective=False, text="exit (end of kernel)")
 
 
 # ---------------------------------------------------------------------------------- operand access
 def value_getter(opnd, t: str, ctx: Ctx):
     """A function (ex, ws) -> values of type t (numpy array over the warp's lanes, or a scalar)."""
-    cls = type(opnd).__name__
-    if cls == "Reg":
+    if isinstance(opnd, Reg):
         row = ctx.row(opnd)
         rd = reader(t)
         return lambda ex, ws: rd(ex.bits[row, ws.lanes])
-    if cls == "Imm":
+    if isinstance(opnd, Imm):
         v = imm_value(opnd.value, t)
         return lambda ex, ws: v
-    if cls == "SReg":
+    if isinstance(opnd, SReg):
         name = opnd.name
         dt = TYPES[t][0]
         return lambda ex, ws: ws.sreg[name].astype(dt)
-    if cls == "Sym":
+    if isinstance(opnd, Sym):
         return sym_getter(opnd.name, t, ctx)
     raise IllegalInstruction(f"operand {opnd} cannot be read as a {t} value")
 
@@ -288,7 +305,7 @@ def uniform_bits(b) -> int | None:
 def address_getter(mem, ctx: Ctx):
     """(ex, ws) -> int64 byte addresses per lane (or a Python int when the base is a symbol)."""
     base, off = mem.base, int(mem.offset)
-    if type(base).__name__ == "Sym":
+    if isinstance(base, Sym):
         name = base.name
         if name in ctx.shared:
             a = int(ctx.shared[name]) + off
@@ -342,8 +359,7 @@ def scalar_getter(opnd, t: str, ctx: Ctx):
         return None
     w = TYPES[t][1]
     m = (1 << w) - 1 if w > 1 else 1
-    cls = type(opnd).__name__
-    if cls == "Reg":
+    if isinstance(opnd, Reg):
         row = ctx.row(opnd)
         if w >= 64 or w == 1:
             return lambda ex, ws: ws.uni[row]
@@ -351,19 +367,19 @@ def scalar_getter(opnd, t: str, ctx: Ctx):
             v = ws.uni[row]
             return None if v is None else v & m
         return g
-    if cls == "Imm":
+    if isinstance(opnd, Imm):
         v = opnd.value
         if isinstance(v, float):
             return None
         c = int(v) & m if w > 1 else int(v != 0)
         return lambda ex, ws: c
-    if cls == "SReg":
+    if isinstance(opnd, SReg):
         name = opnd.name
         def gs(ex, ws):
             v = ws.sreg_uni.get(name)
             return None if v is None else v & m
         return gs
-    if cls == "Sym":
+    if isinstance(opnd, Sym):
         name = opnd.name
         if name in ctx.shared:
             c = int(ctx.shared[name]) & m
@@ -376,7 +392,7 @@ def scalar_getter(opnd, t: str, ctx: Ctx):
 def scalar_address(mem, ctx: Ctx):
     """(ex, ws) -> the warp-uniform byte address of a Mem operand, or None if not uniform."""
     base, off = mem.base, int(mem.offset)
-    if type(base).__name__ == "Sym":
+    if isinstance(base, Sym):
         name = base.name
         if name in ctx.shared:
             a = int(ctx.shared[name]) + off

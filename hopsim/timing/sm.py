@@ -28,6 +28,8 @@ from functools import partial
 
 import simpy
 
+from isa.ir.instructions import And, ElectSync
+
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import MemorySystem
 from hopsim.timing.pipes import Jitter
@@ -97,10 +99,10 @@ def elected_predicates(kernel) -> frozenset:
             for r in regs:
                 writers.setdefault(getattr(r, "name", str(r)), []).append(ins)
         def is_elect(i) -> bool:
-            return type(i).__name__ == "ElectSync"
+            return isinstance(i, ElectSync)
 
         def narrows(i, n: str, el: set) -> bool:  # and.pred n, x, y with x or y elected (or n itself)
-            return (type(i).__name__ == "And" and i.type == "pred"
+            return (isinstance(i, And) and i.type == "pred"
                     and any(getattr(x, "name", None) in el | {n} for x in (i.a, i.b)))
 
         elected: set = set()
@@ -111,7 +113,7 @@ def elected_predicates(kernel) -> frozenset:
                 if n in elected:
                     continue
                 seeded = any(is_elect(i) for i in ws) or any(
-                    type(i).__name__ == "And" and any(getattr(x, "name", None) in elected for x in (i.a, i.b))
+                    isinstance(i, And) and any(getattr(x, "name", None) in elected for x in (i.a, i.b))
                     for i in ws)
                 if seeded and all(is_elect(i) or narrows(i, n, elected) for i in ws):
                     elected.add(n)

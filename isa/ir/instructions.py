@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
+from isa.ir.kinds import Kind
 from isa.ir.operands import (
     Guard, Imm, IRError, Label, Mem, Reg, RegVec, SReg, Sym, as_operand,
 )
@@ -118,6 +119,7 @@ class Instruction:
     """Base of every instruction: a frozen, hashable dataclass with an optional guard predicate."""
 
     mnemonic: ClassVar[str] = ""
+    timing_class: ClassVar[str] = ""                 # the Kind the timing layer dispatches on
     _writes_fields: ClassVar[tuple[str, ...]] = ()   # operand fields the instruction writes
     _coerce_fields: ClassVar[tuple[str, ...]] = ()   # fields where int/float/tuple are coerced
 
@@ -201,6 +203,7 @@ class Mov(Instruction):
     """`mov.type d, a;` a: register, immediate, special register, or a symbol (its address)."""
 
     mnemonic: ClassVar[str] = "mov"
+    timing_class: ClassVar[str] = Kind.ALU
     _writes_fields: ClassVar = ("dst",)
     _coerce_fields: ClassVar = ("src",)
     type: str
@@ -271,6 +274,7 @@ class Add(_Arith):
     """`add{.rnd}.type d, a, b;` types u16..s64, f32, f64, f16{x2}, bf16{x2} (no .bN: PTX ISA)."""
 
     mnemonic: ClassVar[str] = "add"
+    timing_class: ClassVar[str] = Kind.ALU
     _rule: ClassVar = "PTX ISA, add / add (float)"
 
 
@@ -279,6 +283,7 @@ class Sub(_Arith):
     """`sub{.rnd}.type d, a, b;` (types as add)."""
 
     mnemonic: ClassVar[str] = "sub"
+    timing_class: ClassVar[str] = Kind.ALU
     _rule: ClassVar = "PTX ISA, sub / sub (float)"
 
 
@@ -307,6 +312,7 @@ class Mul(_Binary):
     `mul{.rnd}.type` for floats."""
 
     mnemonic: ClassVar[str] = "mul"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = INT + FLOAT + HALF
     _rule: ClassVar = "PTX ISA, mul / mul (float)"
     mode: str | None = None
@@ -327,6 +333,7 @@ class Mad(Instruction):
     on sm_20+, PTX ISA)."""
 
     mnemonic: ClassVar[str] = "mad"
+    timing_class: ClassVar[str] = Kind.ALU
     _writes_fields: ClassVar = ("dst",)
     _coerce_fields: ClassVar = ("a", "b", "c")
     _rule: ClassVar = "PTX ISA, mad / mad (float)"
@@ -360,6 +367,7 @@ class Min(_Binary):
     """`min.type d, a, b;`"""
 
     mnemonic: ClassVar[str] = "min"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = INT + FLOAT + HALF
     _rule: ClassVar = "PTX ISA, min"
 
@@ -369,6 +377,7 @@ class Max(_Binary):
     """`max.type d, a, b;`"""
 
     mnemonic: ClassVar[str] = "max"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = INT + FLOAT + HALF
     _rule: ClassVar = "PTX ISA, max"
 
@@ -378,6 +387,7 @@ class Shl(_Binary):
     """`shl.bN d, a, b;` b is a u32 shift amount (PTX ISA: types .b16 .b32 .b64)."""
 
     mnemonic: ClassVar[str] = "shl"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = BITS
     _rule: ClassVar = "PTX ISA, shl"
 
@@ -387,6 +397,7 @@ class Shr(_Binary):
     """`shr.type d, a, b;` .sN is arithmetic, .uN/.bN logical (PTX ISA)."""
 
     mnemonic: ClassVar[str] = "shr"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = BITS + INT
     _rule: ClassVar = "PTX ISA, shr"
 
@@ -399,6 +410,7 @@ class And(_Binary):
     """`and.type d, a, b;` types .pred .b16 .b32 .b64."""
 
     mnemonic: ClassVar[str] = "and"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = _LOGIC
     _rule: ClassVar = "PTX ISA, and"
 
@@ -408,6 +420,7 @@ class Or(_Binary):
     """`or.type d, a, b;` types .pred .b16 .b32 .b64."""
 
     mnemonic: ClassVar[str] = "or"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = _LOGIC
     _rule: ClassVar = "PTX ISA, or"
 
@@ -417,6 +430,7 @@ class Xor(_Binary):
     """`xor.type d, a, b;` types .pred .b16 .b32 .b64."""
 
     mnemonic: ClassVar[str] = "xor"
+    timing_class: ClassVar[str] = Kind.ALU
     _types: ClassVar = _LOGIC
     _rule: ClassVar = "PTX ISA, xor"
 
@@ -426,6 +440,7 @@ class Not(Instruction):
     """`not.type d, a;` types .pred .b16 .b32 .b64."""
 
     mnemonic: ClassVar[str] = "not"
+    timing_class: ClassVar[str] = Kind.ALU
     _writes_fields: ClassVar = ("dst",)
     _coerce_fields: ClassVar = ("a",)
     type: str
@@ -450,6 +465,7 @@ class Setp(Instruction):
     (unsigned), eq ne only (.bN), + equ neu ltu leu gtu geu num nan (floats)."""
 
     mnemonic: ClassVar[str] = "setp"
+    timing_class: ClassVar[str] = Kind.ALU
     _writes_fields: ClassVar = ("dst",)
     _coerce_fields: ClassVar = ("a", "b")
     cmp: str
@@ -478,6 +494,7 @@ class Selp(Instruction):
     """`selp.type d, a, b, c;` d = c ? a : b (c a predicate)."""
 
     mnemonic: ClassVar[str] = "selp"
+    timing_class: ClassVar[str] = Kind.ALU
     _writes_fields: ClassVar = ("dst",)
     _coerce_fields: ClassVar = ("a", "b")
     type: str
@@ -509,6 +526,7 @@ class Cvt(Instruction):
     f16x2/bf16x2 from a pair of f32 take .rn or .rz."""
 
     mnemonic: ClassVar[str] = "cvt"
+    timing_class: ClassVar[str] = Kind.ALU
     _writes_fields: ClassVar = ("dst",)
     dtype: str
     stype: str
@@ -562,6 +580,7 @@ class ElectSync(Instruction):
     `lane` None prints the sink `_`."""
 
     mnemonic: ClassVar[str] = "elect.sync"
+    timing_class: ClassVar[str] = Kind.ALU
     _writes_fields: ClassVar = ("lane", "pred")
     _coerce_fields: ClassVar = ("membermask",)
     pred: Reg
@@ -587,6 +606,7 @@ class BarSync(Instruction):
     """`bar.sync a{, b};` named barrier a (0..15) with an optional thread count b (multiple of 32)."""
 
     mnemonic: ClassVar[str] = "bar.sync"
+    timing_class: ClassVar[str] = Kind.BAR_SYNC
     _coerce_fields: ClassVar = ("barrier", "count")
     barrier: Reg | Imm = Imm(0)
     count: Reg | Imm | None = None
@@ -610,6 +630,7 @@ class Bra(Instruction):
     """`bra{.uni} target;` must be warp-uniform in hopsim (divergent branches are not modelled)."""
 
     mnemonic: ClassVar[str] = "bra"
+    timing_class: ClassVar[str] = Kind.ALU
     target: Label
     uni: bool = False
 
@@ -630,6 +651,7 @@ class Exit(Instruction):
     """`exit;` the thread ends."""
 
     mnemonic: ClassVar[str] = "exit"
+    timing_class: ClassVar[str] = Kind.EXIT
 
 
 @dataclass(frozen=True)
@@ -638,6 +660,7 @@ class Setmaxnreg(Instruction):
     warpgroup-collective."""
 
     mnemonic: ClassVar[str] = "setmaxnreg"
+    timing_class: ClassVar[str] = Kind.SETMAXNREG
     action: str
     count: int
 
@@ -737,6 +760,7 @@ class LdGlobal(_Load):
     """`ld.global{.v2,.v4}.type d, [a];` vectors up to 16 bytes."""
 
     mnemonic: ClassVar[str] = "ld.global"
+    timing_class: ClassVar[str] = Kind.LD_GLOBAL
 
 
 @dataclass(frozen=True)
@@ -744,6 +768,7 @@ class StGlobal(_Store):
     """`st.global{.v2,.v4}.type [a], b;` vectors up to 16 bytes."""
 
     mnemonic: ClassVar[str] = "st.global"
+    timing_class: ClassVar[str] = Kind.ST_GLOBAL
 
 
 @dataclass(frozen=True)
@@ -751,6 +776,7 @@ class LdShared(_Load):
     """`ld.shared{.v2,.v4}.type d, [a];` (the CTA's shared window; `.shared::cta` accepted)."""
 
     mnemonic: ClassVar[str] = "ld.shared"
+    timing_class: ClassVar[str] = Kind.LD_SHARED
 
 
 @dataclass(frozen=True)
@@ -758,6 +784,7 @@ class StShared(_Store):
     """`st.shared{.v2,.v4}.type [a], b;`"""
 
     mnemonic: ClassVar[str] = "st.shared"
+    timing_class: ClassVar[str] = Kind.ST_SHARED
 
 
 @dataclass(frozen=True)
@@ -765,6 +792,7 @@ class LdParam(_Load):
     """`ld.param.type d, [param];` reads a kernel parameter (the address is a param symbol)."""
 
     mnemonic: ClassVar[str] = "ld.param"
+    timing_class: ClassVar[str] = Kind.ALU
 
     def _check(self) -> None:
         super()._check()
@@ -807,6 +835,7 @@ class Ldmatrix(_Matrix):
     8x8 matrix (lanes 8j..8j+7 give the row addresses of matrix j)."""
 
     mnemonic: ClassVar[str] = "ldmatrix"
+    timing_class: ClassVar[str] = Kind.LDMATRIX
     _rule: ClassVar = "PTX ISA, ldmatrix"
     _writes_fields: ClassVar = ("regs",)
 
@@ -819,6 +848,7 @@ class Stmatrix(_Matrix):
     """`stmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16 [a], {r..};` (sm_90)."""
 
     mnemonic: ClassVar[str] = "stmatrix"
+    timing_class: ClassVar[str] = Kind.STMATRIX
     _rule: ClassVar = "PTX ISA, stmatrix (sm_90)"
 
     def operands(self) -> tuple:
@@ -832,6 +862,7 @@ class FenceProxyAsync(Instruction):
     space: "shared::cta" (default), "shared::cluster", "global", or None (all spaces)."""
 
     mnemonic: ClassVar[str] = "fence.proxy.async"
+    timing_class: ClassVar[str] = Kind.ALU
     space: str | None = "shared::cta"
 
     def _check(self) -> None:
@@ -847,6 +878,7 @@ class FenceMbarrierInit(Instruction):
     """`fence.mbarrier_init.release.cluster;` makes mbarrier.init visible to the async proxy/cluster."""
 
     mnemonic: ClassVar[str] = "fence.mbarrier_init"
+    timing_class: ClassVar[str] = Kind.ALU
 
     def opcode(self) -> str:
         return "fence.mbarrier_init.release.cluster"
@@ -870,6 +902,7 @@ class MbarrierInit(_Mbar):
     """`mbarrier.init.shared::cta.b64 [a], count;` count of expected arrivals, 1..2^20-1."""
 
     mnemonic: ClassVar[str] = "mbarrier.init"
+    timing_class: ClassVar[str] = Kind.MBAR_INIT
     _coerce_fields: ClassVar = ("count",)
     addr: Mem
     count: Reg | Imm
@@ -897,6 +930,7 @@ class MbarrierArrive(_Mbar):
     (None); count defaults to 1."""
 
     mnemonic: ClassVar[str] = "mbarrier.arrive"
+    timing_class: ClassVar[str] = Kind.MBAR_ARRIVE
     _writes_fields: ClassVar = ("state",)
     _coerce_fields: ClassVar = ("count",)
     addr: Mem
@@ -937,6 +971,7 @@ class MbarrierArriveExpectTx(_Mbar):
     """`mbarrier.arrive.expect_tx.shared::cta.b64 state, [a], tx_count;` expect-tx then arrive."""
 
     mnemonic: ClassVar[str] = "mbarrier.arrive.expect_tx"
+    timing_class: ClassVar[str] = Kind.MBAR_ARRIVE
     _writes_fields: ClassVar = ("state",)
     _coerce_fields: ClassVar = ("tx_count",)
     addr: Mem
@@ -964,6 +999,7 @@ class MbarrierExpectTx(_Mbar):
     """`mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [a], tx_count;` raises the tx-count."""
 
     mnemonic: ClassVar[str] = "mbarrier.expect_tx"
+    timing_class: ClassVar[str] = Kind.MBAR_EXPECT_TX
     _coerce_fields: ClassVar = ("tx_count",)
     addr: Mem
     tx_count: Reg | Imm
@@ -984,6 +1020,7 @@ class MbarrierCompleteTx(_Mbar):
     """`mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [a], tx_count;` lowers the tx-count."""
 
     mnemonic: ClassVar[str] = "mbarrier.complete_tx"
+    timing_class: ClassVar[str] = Kind.MBAR_COMPLETE_TX
     _coerce_fields: ClassVar = ("tx_count",)
     addr: Mem
     tx_count: Reg | Imm
@@ -1012,6 +1049,7 @@ class MbarrierTryWaitParity(_Mbar):
     with that parity completed (the thread may be suspended up to the hint meanwhile)."""
 
     mnemonic: ClassVar[str] = "mbarrier.try_wait.parity"
+    timing_class: ClassVar[str] = Kind.MBAR_WAIT
     _writes_fields: ClassVar = ("pred",)
     _coerce_fields: ClassVar = ("parity", "suspend_hint")
     pred: Reg
@@ -1038,6 +1076,7 @@ class MbarrierTestWaitParity(_Mbar):
     """`mbarrier.test_wait.parity.shared::cta.b64 p, [a], parity;` non-blocking test."""
 
     mnemonic: ClassVar[str] = "mbarrier.test_wait.parity"
+    timing_class: ClassVar[str] = Kind.MBAR_TEST
     _writes_fields: ClassVar = ("pred",)
     _coerce_fields: ClassVar = ("parity",)
     pred: Reg
@@ -1061,6 +1100,7 @@ class MbarrierInval(_Mbar):
     """`mbarrier.inval.shared::cta.b64 [a];` the object may be reused as plain memory afterwards."""
 
     mnemonic: ClassVar[str] = "mbarrier.inval"
+    timing_class: ClassVar[str] = Kind.MBAR_INVAL
     addr: Mem
 
     def _check(self) -> None:
@@ -1096,6 +1136,7 @@ class CpAsyncBulkTensorLoad(Instruction):
     [dst], [tmap, {c0..}], [mbar];` a TMA box copy global->shared; the bytes land complete_tx on mbar."""
 
     mnemonic: ClassVar[str] = "cp.async.bulk.tensor.load"
+    timing_class: ClassVar[str] = Kind.TMA_LOAD
     _coerce_fields: ClassVar = ("coords",)
     dims: int
     dst: Mem
@@ -1126,6 +1167,7 @@ class CpAsyncBulkTensorStore(Instruction):
     a TMA box copy shared->global, tracked by bulk async-groups."""
 
     mnemonic: ClassVar[str] = "cp.async.bulk.tensor.store"
+    timing_class: ClassVar[str] = Kind.TMA_STORE
     _coerce_fields: ClassVar = ("coords",)
     dims: int
     tmap: Sym | Reg
@@ -1151,6 +1193,7 @@ class CpAsyncBulkCommitGroup(Instruction):
     """`cp.async.bulk.commit_group;` closes the current bulk async-group of the thread."""
 
     mnemonic: ClassVar[str] = "cp.async.bulk.commit_group"
+    timing_class: ClassVar[str] = Kind.BULK_COMMIT
 
 
 @dataclass(frozen=True)
@@ -1159,6 +1202,7 @@ class CpAsyncBulkWaitGroup(Instruction):
     (.read: only until their source reads are done)."""
 
     mnemonic: ClassVar[str] = "cp.async.bulk.wait_group"
+    timing_class: ClassVar[str] = Kind.BULK_WAIT
     n: int = 0
     read: bool = False
 
@@ -1186,6 +1230,7 @@ class WgmmaFence(Instruction):
     """`wgmma.fence.sync.aligned;` orders register accesses before the following wgmma.mma_async."""
 
     mnemonic: ClassVar[str] = "wgmma.fence"
+    timing_class: ClassVar[str] = Kind.WGMMA_FENCE
 
     def opcode(self) -> str:
         return "wgmma.fence.sync.aligned"
@@ -1204,6 +1249,7 @@ class WgmmaMmaAsync(Instruction):
     """
 
     mnemonic: ClassVar[str] = "wgmma.mma_async"
+    timing_class: ClassVar[str] = Kind.WGMMA
     _writes_fields: ClassVar = ("d",)
     _coerce_fields: ClassVar = ("d", "a", "scale_d")
     shape_n: int
@@ -1289,6 +1335,7 @@ class WgmmaCommitGroup(Instruction):
     """`wgmma.commit_group.sync.aligned;` closes the pending wgmma.mma_async ops into a group."""
 
     mnemonic: ClassVar[str] = "wgmma.commit_group"
+    timing_class: ClassVar[str] = Kind.WGMMA_COMMIT
 
     def opcode(self) -> str:
         return "wgmma.commit_group.sync.aligned"
@@ -1299,6 +1346,7 @@ class WgmmaWaitGroup(Instruction):
     """`wgmma.wait_group.sync.aligned N;` waits until at most N wgmma groups are pending."""
 
     mnemonic: ClassVar[str] = "wgmma.wait_group"
+    timing_class: ClassVar[str] = Kind.WGMMA_WAIT
     n: int = 0
 
     def _check(self) -> None:
