@@ -7,7 +7,6 @@ import pathlib
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-SEEDS = REPO.parent / "shared" / "seeds"
 
 
 def _have_sm90() -> bool:
@@ -26,10 +25,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-@pytest.fixture(scope="session")
-def seeds_dir() -> pathlib.Path:
-    if not SEEDS.is_dir():
-        pytest.skip(f"seed documents not found at {SEEDS}")
-    return SEEDS

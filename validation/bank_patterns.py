@@ -4,7 +4,7 @@
     python3 -m validation.bank_patterns --count    # how many patterns, per op
 
 Every pattern is `{"name", "op", "addrs"}` with 32 byte offsets (None = inactive lane), in the
-format of ../shared/formats/warp-access-trace.md. `patterns()` lists them in measuring priority
+format of docs/warp-access-trace.md. `patterns()` lists them in measuring priority
 (the ones the issue asks for first, then wider sweeps and model-discriminating probes).
 
 Covers: word strides 1..32 and byte strides for every width, broadcasts and multicasts for every

@@ -1,6 +1,6 @@
 """`hopsim bank-conflicts`: shared-memory wavefronts and bank conflicts of warp instructions.
 
-Reads the warp-access trace (JSON Lines, ../shared/formats/warp-access-trace.md): one object per
+Reads the warp-access trace (JSON Lines, docs/warp-access-trace.md): one object per
 line with `op` and 32 `addrs` (null = inactive lane), optional `name` and any extra fields. Writes
 one JSON line per input line: the input fields echoed, plus `wavefronts` (Nsight's SASS wavefront
 counter on an H100) and `bank_conflicts` (l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum).

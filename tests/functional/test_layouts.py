@@ -8,7 +8,8 @@ descriptor must give exactly tile[64*mb : 64*mb+64, 16*kb : 16*kb+16].
 from __future__ import annotations
 
 import itertools
-import re
+import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -46,19 +47,19 @@ def cute_offset(coord: np.ndarray, shape: tuple, stride: tuple) -> np.ndarray:
     return out
 
 
-def seed_cases(seeds_dir):
-    """[(major, swizzle, [descriptor values in iterator order])] from seed 000."""
-    text = (seeds_dir / "000_46bf17f36ad31c45.txt").read_text(encoding="utf-8")
-    mn_at = text.index("## MN-major")
+SEED000 = pathlib.Path(__file__).resolve().parents[1] / "data" / "seed000_gmma_descriptors.json"
+
+
+def seed_cases():
+    """[(major, swizzle, [descriptor values in iterator order])] from seed 000 (tests/data/)."""
     cases: dict[tuple[str, SwizzleMode], list[int]] = {}
-    for m in re.finditer(r"GmmaDescriptor: 0x([0-9a-fA-F]{16})[\s\S]*?layout_type:\s*0x[0-3] \((\w+)\)", text):
-        major = "K" if m.start() < mn_at else "MN"
-        cases.setdefault((major, CODE[m.group(2)]), []).append(int(m.group(1), 16))
+    for d in json.loads(SEED000.read_text(encoding="utf-8"))["dumps"]:
+        cases.setdefault((d["major"], CODE[d["layout_name"]]), []).append(int(d["hex"], 16))
     return cases
 
 
-def test_seed000_descriptors_reproduce_the_stored_tile(seeds_dir):
-    cases = seed_cases(seeds_dir)
+def test_seed000_descriptors_reproduce_the_stored_tile():
+    cases = seed_cases()
     assert set(cases) == set(SEED_LAYOUTS) and all(len(v) == 8 for v in cases.values())
     rng = np.random.default_rng(0)
     tile = rng.standard_normal((128, 64)).astype(np.float16)

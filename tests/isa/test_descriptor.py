@@ -16,7 +16,8 @@ lint must flag each of those descriptors.
 
 from __future__ import annotations
 
-import re
+import json
+import pathlib
 
 import pytest
 from hypothesis import given
@@ -26,36 +27,33 @@ from isa.descriptor import MatrixDescriptor, lint, parse_descriptor_value
 from isa.errors import InputError
 from isa.swizzle import SwizzleMode
 
-DUMP = re.compile(
-    r"GmmaDescriptor: 0x(?P<hex>[0-9a-fA-F]{16})\s+start_addr\s*:\s*0x(?P<start>[0-9a-fA-F]+)\s+"
-    r"leading_off:\s*0x(?P<lbo>[0-9a-fA-F]+) \((?P<lbo_dec>\d+)\)\s+stride_off\s*:\s*0x(?P<sbo>[0-9a-fA-F]+) "
-    r"\((?P<sbo_dec>\d+)\)\s+base_offset:\s*0x(?P<base>[0-9a-fA-F]+)\s+layout_type:\s*0x(?P<lt>[0-3]) \((?P<name>\w+)\)")
 CUTE_NAMES = {"INTERLEAVE": SwizzleMode.NONE, "B32": SwizzleMode.B32, "B64": SwizzleMode.B64, "B128": SwizzleMode.B128}
+SEED000 = pathlib.Path(__file__).resolve().parents[1] / "data" / "seed000_gmma_descriptors.json"
 
 
-def seed000_dumps(seeds_dir) -> list[dict]:
-    text = (seeds_dir / "000_46bf17f36ad31c45.txt").read_text(encoding="utf-8")
-    return [m.groupdict() for m in DUMP.finditer(text)]
+def seed000_dumps() -> list[dict]:
+    """The 64 GmmaDescriptor dumps of seed 000 (hex word + printed fields), tests/data/ (origin noted there)."""
+    return json.loads(SEED000.read_text(encoding="utf-8"))["dumps"]
 
 
-def test_seed000_has_every_dump(seeds_dir):
-    text = (seeds_dir / "000_46bf17f36ad31c45.txt").read_text(encoding="utf-8")
-    dumps = seed000_dumps(seeds_dir)
-    assert len(dumps) == text.count("GmmaDescriptor: 0x") == 64  # 8 cases x 8 descriptors, none missed
-    assert {d["name"] for d in dumps} == set(CUTE_NAMES)
+def test_seed000_has_every_dump():
+    dumps = seed000_dumps()
+    assert len(dumps) == 64  # 8 cases (K/MN x 4 swizzles) x 8 descriptors, none missed
+    assert {d["layout_name"] for d in dumps} == set(CUTE_NAMES)
+    assert {(d["major"], d["layout_name"]) for d in dumps} == {(m, n) for m in ("K", "MN") for n in CUTE_NAMES}
 
 
-def test_seed000_decodes_to_printed_fields_and_reencodes(seeds_dir):
-    for d in seed000_dumps(seeds_dir):
+def test_seed000_decodes_to_printed_fields_and_reencodes():
+    for d in seed000_dumps():
         value = int(d["hex"], 16)
         md = MatrixDescriptor.decode(value)
-        assert md.start_address_field == int(d["start"], 16)
-        assert md.lbo_field == int(d["lbo"], 16) == int(d["lbo_dec"])
-        assert md.sbo_field == int(d["sbo"], 16) == int(d["sbo_dec"])
-        assert md.base_offset == int(d["base"], 16)
-        assert md.layout_type == int(d["lt"])
-        assert md.swizzle is CUTE_NAMES[d["name"]]
-        assert md.start_address_bytes == 16 * int(d["start"], 16)
+        assert md.start_address_field == int(d["start_addr"], 16)
+        assert md.lbo_field == int(d["leading_off"], 16) == d["leading_off_dec"]
+        assert md.sbo_field == int(d["stride_off"], 16) == d["stride_off_dec"]
+        assert md.base_offset == int(d["base_offset"], 16)
+        assert md.layout_type == d["layout_type"]
+        assert md.swizzle is CUTE_NAMES[d["layout_name"]]
+        assert md.start_address_bytes == 16 * int(d["start_addr"], 16)
         assert md.encode() == value
 
 
