@@ -208,13 +208,19 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
                   max_cycles: float | None = None, *, pids: Sequence[int] | str | None = None,
                   clock_mhz: float | None = None, max_subrows: int = 8,
                   label_boxes: bool = True,
-                  windows: Sequence[tuple[float, float]] | None = None) -> pathlib.Path:
+                  windows: Sequence[tuple[float, float]] | None = None,
+                  total_cycles: float | None = None) -> pathlib.Path:
     """A lane per unit / warp track; boxes coloured by kind; x = SM cycles.
 
     `max_cycles` clips to the first N cycles (a few k-tiles stay readable). `windows`: several
     (start, end) cycle ranges drawn side by side on a broken x axis (e.g. `first_cta_windows`:
     the pipeline filling and, further on, the last k-tiles and the epilogue). `pids`: which
     processes (SMs) to draw: default the first one that has boxes, "all" for every one.
+    `total_cycles`: the run's cycle count (`SimResult.cycles`, the report's Elapsed Cycles); the
+    title's "of N" is that number and a dashed line marks it. Without it the title counts from the
+    first to the last drawn box, which is not the kernel's duration: the trace starts after the
+    CTA launch and the L2 link may still drain stores after the last warp exits.
+    The title is also stored in the PNG's "Title" metadata.
     """
     boxes, names = timeline_boxes(trace_events, clock_mhz)
     if pids is None:
@@ -292,10 +298,12 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
             ax.spines[side].set_linestyle((0, (4, 3)))
     axes[0].set_yticks([t for t, _ in yticks], [n for _, n in yticks], fontsize=8)
     axes[0].set_ylim(y + 0.2, -0.8)  # first lane on top
-    shown = sum(spans)
-    clip = (f" (cycles {wins[0][0]:,.0f}-{wins[0][1]:,.0f} of {t0:,.0f}-{t_end:,.0f})" if len(wins) == 1
-            and (wins[0][1] < t_end or wins[0][0] > t0) else
-            f" ({shown:,.0f} of {t_end - t0:,.0f} cycles, in {len(wins)} windows)" if len(wins) > 1 else "")
+    clip = _clip_text(wins, t0, t_end, total_cycles)
+    if total_cycles is not None:
+        for ax, (lo, hi) in zip(axes, wins):
+            if lo <= total_cycles <= hi:
+                ax.axvline(total_cycles, color="black", linestyle="--", linewidth=0.8)
+                ax.text(total_cycles, -0.7, " kernel end", fontsize=7, va="bottom")
     # margins in inches, whatever the height: title, legend, axes, x label
     fig.subplots_adjust(left=0.11, right=0.99, top=1 - 0.75 / height, bottom=0.55 / height)
     fig.suptitle(title + clip, fontsize=11, y=1 - 0.12 / height, va="top")
@@ -308,15 +316,34 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
                    ncol=len(handles), fontsize=8, frameon=False)
     if not boxes:
         axes[0].text(0.5, 0.5, "no trace events", transform=axes[0].transAxes, ha="center")
-    return _save(fig, path, tight=False)
+    return _save(fig, path, tight=False, title=title + clip)
 
 
-def _save(fig, path, tight: bool = True) -> pathlib.Path:
+def _clip_text(wins: list[tuple[float, float]], t0: float, t_end: float,
+               total: float | None) -> str:
+    """The title's note on what part of the run is drawn: against `total` (the run's cycles) when
+    given, else against the span of the drawn boxes."""
+    if total is not None:
+        if len(wins) > 1:
+            shown = sum(hi - lo for lo, hi in wins)
+            return f" ({shown:,.0f} of {total:,.0f} cycles, in {len(wins)} windows)"
+        lo, hi = wins[0]
+        return f" (cycles {lo:,.0f}-{hi:,.0f} of {total:,.0f})" if hi < total or lo > 0 else \
+            f" ({total:,.0f} cycles)"
+    if len(wins) > 1:
+        shown = sum(hi - lo for lo, hi in wins)
+        return f" ({shown:,.0f} of {t_end - t0:,.0f} traced cycles, in {len(wins)} windows)"
+    if wins[0][1] < t_end or wins[0][0] > t0:
+        return f" (cycles {wins[0][0]:,.0f}-{wins[0][1]:,.0f} of traced {t0:,.0f}-{t_end:,.0f})"
+    return ""
+
+
+def _save(fig, path, tight: bool = True, title: str | None = None) -> pathlib.Path:
     p = pathlib.Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     if tight:
         fig.tight_layout()
-    fig.savefig(p, dpi=130, bbox_inches="tight")
+    fig.savefig(p, dpi=130, bbox_inches="tight", metadata={"Title": title} if title else None)
     plt.close(fig)
     return p
 

@@ -2,13 +2,20 @@
 
     cycles, time_ms            total SM cycles of the launch; time at `clock_mhz`
     ctas, ctas_per_sm, limiting, waves
-    roles                      per warp role ("producer" = issued TMA, "consumer" = issued wgmma,
-                               "other"): warps, cycles issuing, cycles waiting on each thing
+    roles                      per warp role (ROLES): warps, cycles issuing, cycles waiting on each thing
                                (``mbarrier``, ``wait_group``, ``bar.sync``, ``smem``, ``gmem``, ...),
                                summed over the warps of that role
     busy                       busy fraction of TMA unit, tensor cores, smem port (mean over the
-                               SMs that ran CTAs) and of the chip-wide L2 and HBM links
-    bytes_l2, bytes_hbm        bytes read that hit L2 / came from HBM; bytes_stored to L2
+                               SMs that ran CTAs) and of the chip-wide L2 and HBM links; the smem
+                               port's is counted from `smem_port` (all its clients), see below
+    smem_port                  shared-memory port traffic (bytes of LSU wavefronts, wgmma SS
+                               operand reads, TMA fills and TMA store reads; port cycles at
+                               128 B/clk): counted only, the timing holds the port for LSU
+                               wavefronts alone (timing/runner.py `_smem_port`)
+    bytes_l2, bytes_hbm        bytes read from global memory that the L2 served / that came from
+                               HBM for that read (bytes_l2 + bytes_hbm = bytes loaded; a read
+                               merged with another's miss in flight is served by L2: in a GEMM
+                               bytes_l2 = extra.l2_hits x box bytes); bytes_stored to L2
     smem_wavefronts, smem_ideal_wavefronts, bank_conflicts
     flops, tflops              tensor FLOPs executed (or `flop_count` given by the caller) / time
 `to_json()` gives a plain dict (no trace, no memory image).
@@ -18,6 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+#: Warp roles, from what each warp executed (timing/sm.py WarpStats.role).
+ROLES = {
+    "producer": "issued TMA loads, took part in no wgmma",
+    "consumer": "took part in warpgroup wgmmas, issued no TMA load",
+    "producer+consumer": "both (the single-warpgroup GEMM's TMA-issuing warp)",
+    "other": "neither (e.g. the idle warps of a warp-specialised producer warpgroup)",
+}
 
 
 @dataclass
@@ -39,6 +54,7 @@ class SimResult:
     smem_ideal_wavefronts: int
     flops: int
     mode: str = "values"
+    smem_port: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     trace: Any = None  # hopsim.trace.Trace when trace=True
     machine: Any = None  # the functional state (global memory) when values=True
@@ -64,6 +80,7 @@ class SimResult:
             "roles": self.roles, "busy": self.busy, "bytes_l2": self.bytes_l2, "bytes_hbm": self.bytes_hbm,
             "bytes_stored": self.bytes_stored, "smem_wavefronts": self.smem_wavefronts,
             "smem_ideal_wavefronts": self.smem_ideal_wavefronts, "bank_conflicts": self.bank_conflicts,
+            "smem_port": self.smem_port,
             "flops": self.flops, "tflops": self.tflops, **({"extra": self.extra} if self.extra else {}),
         }
 

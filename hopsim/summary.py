@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hopsim.result import ROLES
+
 BUSY_NAMES = {"tma": "TMA Unit Busy", "tensor": "Tensor Core Busy", "smem": "Shared Memory Port Busy",
               "l2": "L2 Link Busy (chip)", "hbm": "DRAM Link Busy (chip)"}
 
@@ -62,10 +64,22 @@ def format_summary(res, *, title: str = "", launch: dict | None = None, flops: f
                     ("Bytes Stored", res.bytes_stored)):
         unit, v = _bytes(int(n))
         lines.append(_row(name, unit, v if unit != "byte" else int(v)))
+    port = getattr(res, "smem_port", None) or {}
+    for name, key in (("Shared Memory wgmma Operand Reads", "wgmma_operand_bytes"),
+                      ("Shared Memory TMA Fill Writes", "tma_fill_bytes"),
+                      ("Shared Memory TMA Store Reads", "tma_store_read_bytes")):
+        if key in port:
+            unit, v = _bytes(int(port[key]))
+            lines.append(_row(name, unit, v if unit != "byte" else int(v)))
     lines.append(_row("Shared Memory Wavefronts", "", int(res.smem_wavefronts)))
     lines.append(_row("Shared Memory Ideal Wavefronts", "", int(res.smem_ideal_wavefronts)))
     lines.append(_row("Shared Bank Conflicts", "", int(res.bank_conflicts)))
     lines += warp_state(res.roles)
+    if port:
+        lines.append(f"  note: Shared Memory Port Busy = LSU wavefront cycles + wgmma operand reads, "
+                     f"TMA fills and store reads at {port['bytes_per_cycle']:.0f} B/cycle per SM; "
+                     "counted, not modelled (only LSU wavefronts hold the port in the timing), so "
+                     "above 100% means more demand than the port gives")
     for n in notes or ():
         lines.append(f"  note: {n}")
     return "\n".join(lines)
@@ -89,9 +103,9 @@ def warp_state(roles: dict) -> list[str]:
     for name, vals in rows:
         lines.append(f"    {name:<36}" + "".join(f"{_pct(vals[role], totals[role]):>{w}}"
                                                  for role, w in zip(roles, wid)))
-    lines.append("    (roles: producer = warps that issue TMA; consumer = warps that issue wgmma;")
-    lines.append("     other = the rest; a warp's cycles before its first and after its last "
-                 "instruction are not counted)")
+    lines.append("    (roles, from what each warp executed: " + "; ".join(
+        f"{role} = {ROLES[role]}" for role in roles if role in ROLES) + ";")
+    lines.append("     a warp's cycles before its first and after its last instruction are not counted)")
     return lines
 
 

@@ -143,12 +143,14 @@ def _timeline(run, path: str, window: int | None) -> None:
     p = run.params
     per_ktile = res.cycles / max(1, res.waves) / max(1, p.k // p.bk)
     if window is not None:
-        plot_timeline(res.trace, path, title=_title(p), max_cycles=window, clock_mhz=res.clock_mhz)
+        plot_timeline(res.trace, path, title=_title(p), max_cycles=window, clock_mhz=res.clock_mhz,
+                      total_cycles=res.cycles)
         return
     # the first CTA: prologue + about 6 k-tiles, then its last 3 k-tiles and the epilogue
     head = int(min(res.cycles, 3000 + 6 * per_ktile))
     wins = first_cta_windows(res.trace, head, tail_cycles=1500 + 3 * per_ktile, clock_mhz=res.clock_mhz)
-    plot_timeline(res.trace, path, title=_title(p), windows=wins, clock_mhz=res.clock_mhz)
+    plot_timeline(res.trace, path, title=_title(p), windows=wins, clock_mhz=res.clock_mhz,
+                  total_cycles=res.cycles)
 
 
 def run_gemm(argv: list[str]) -> int:
@@ -440,7 +442,8 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     if args.plot:
         from hopsim.plots import plot_timeline
 
-        plot_timeline(res.trace, args.plot, title=kernel.name, clock_mhz=res.clock_mhz)
+        plot_timeline(res.trace, args.plot, title=kernel.name, clock_mhz=res.clock_mhz,
+                      total_cycles=res.cycles)
     if args.json:
         print(json.dumps(res.to_json()))
     else:

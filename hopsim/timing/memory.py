@@ -105,7 +105,7 @@ class MemorySystem:
         self.hbm_pipe = Pipe("HBM->L2", trace)
         self.residency = L2Residency(int(gpu.spec.l2_bytes.value))
         self.jitter = jitter or Jitter()
-        self.bytes_from_l2 = 0  # bytes served by L2 hits
+        self.bytes_from_l2 = 0  # bytes read not fetched from HBM for this read (hits, merged misses)
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
         self.bytes_to_l2 = 0  # bytes stored
 
@@ -137,6 +137,9 @@ class MemorySystem:
             t = self.l2_pipe.reserve(arrival, self._l2_service(nbytes, requests, hbm_share), "hit")
             return t + self.jitter(self.l2_latency), True
         self.bytes_from_hbm += nbytes * hbm_share
+        # the rest of a merged miss was fetched by another reader: served by L2 for this one (the
+        # shared mode counts such a read, issued after the fetch began, as a hit: same total)
+        self.bytes_from_l2 += nbytes * (1.0 - hbm_share)
         t = self.hbm_pipe.reserve(arrival, nbytes * hbm_share / self.hbm_bw, "miss")
         res.set_ready(key, t + self.hbm_latency - self.l2_latency)
         t = self.l2_pipe.reserve(t, self._l2_service(nbytes, requests, hbm_share), "miss")

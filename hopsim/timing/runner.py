@@ -241,6 +241,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
 
     links = [sm.memory for sm in sms.values()] if partitioned else [memory]
     busy = _busy(sms, links, cycles)
+    smem_port = _smem_port(gpu, sms, cycles)
+    busy["smem"] = smem_port["busy"]
     flops = sum(sm.tensor.flops for sm in sms.values())
     if tr is not None:
         traced = {sm.sm_id: sm for sm in sms.values()}  # SM classes: one SM per class
@@ -253,10 +255,11 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=gpu.clock_mhz,
         ctas=num_ctas, ctas_per_sm=occ.ctas_per_sm, limiting=occ.limiting,
         waves=waves(num_ctas, num_sms, occ.ctas_per_sm), sms_used=len(sms), roles=agg.roles(),
-        busy=busy, bytes_l2=sum(m.bytes_from_l2 for m in links), bytes_hbm=int(round(sum(m.bytes_from_hbm for m in links))),
+        busy=busy, bytes_l2=int(round(sum(m.bytes_from_l2 for m in links))), bytes_hbm=int(round(sum(m.bytes_from_hbm for m in links))),
         bytes_stored=sum(m.bytes_to_l2 for m in links),
         smem_wavefronts=sum(sm.smem.wavefronts for sm in sms.values()),
         smem_ideal_wavefronts=sum(sm.smem.ideal_wavefronts for sm in sms.values()),
+        smem_port=smem_port,
         flops=int(flop_count if flop_count is not None else flops),
         mode="values" if values else "timing-only",
         extra={"occupancy_limits": occ.limits, "tensor_flops": flops,
@@ -394,6 +397,32 @@ def _busy(sms: dict, links: list, cycles: int) -> dict:
         "l2": sum(m.l2_pipe.busy_fraction(cycles) for m in links) / len(links),
         "hbm": sum(m.hbm_pipe.busy_fraction(cycles) for m in links) / len(links),
     }
+
+
+def _smem_port(gpu, sms: dict, cycles: int) -> dict:
+    """Shared-memory port traffic, counted (not modelled: only the LSU wavefronts hold the port in
+    the timing; wgmma operand reads and TMA fills/reads do not delay them, hopper-facts §3.5).
+
+    Summed over the SMs: `lsu_cycles` (the LSU wavefronts' port time, wavefronts x
+    `smem_cycles_per_wavefront`, as timed), `wgmma_operand_bytes` (SS operands the tensor cores
+    read: A unless in registers, and B, per instruction), `tma_fill_bytes` (TMA loads written),
+    `tma_store_read_bytes` (TMA stores read). The async bytes take the port at the bank array's
+    width, `bytes_per_cycle` = smem_banks x smem_bank_bytes = 128 B/clk per SM ([CPG-SWZ]; the
+    tensor cores' 80-128 B/clk SS reads at full rate need it, hopper-facts §7.5). `port_cycles` =
+    lsu_cycles + async bytes / bytes_per_cycle; `busy` = port_cycles / (SMs that ran CTAs x
+    cycles): the mean demand per SM, above 1.0 when the clients together want more than the port
+    gives (the timing does not make them wait for each other)."""
+    bpc = float(gpu.spec.smem_banks.value) * float(gpu.spec.smem_bank_bytes.value)
+    vals = sms.values()
+    out = {"lsu_cycles": float(sum(sm.smem.pipe.busy for sm in vals)),
+           "wgmma_operand_bytes": int(sum(sm.tensor.operand_bytes for sm in vals)),
+           "tma_fill_bytes": int(sum(sm.tma.bytes_loaded for sm in vals)),
+           "tma_store_read_bytes": int(sum(sm.tma.bytes_stored for sm in vals)),
+           "bytes_per_cycle": bpc}
+    async_bytes = out["wgmma_operand_bytes"] + out["tma_fill_bytes"] + out["tma_store_read_bytes"]
+    out["port_cycles"] = out["lsu_cycles"] + async_bytes / bpc
+    out["busy"] = out["port_cycles"] / max(1, len(sms)) / cycles if cycles else 0.0
+    return out
 
 
 def _trace_units(tr: Trace, sms: dict, memory: MemorySystem, num_sms: int) -> None:

@@ -76,7 +76,12 @@ class WarpStats:
 
     @property
     def role(self) -> str:
-        return "producer" if self.tma else "consumer" if self.wgmma else "other"
+        """What the warp did (hopsim/result.py ROLES): "producer" issued TMA loads, "consumer" took
+        part in warpgroup wgmmas, "producer+consumer" both (the `single` GEMM's TMA warp), "other"
+        neither (e.g. the idle warps of a warp-specialised producer warpgroup)."""
+        if self.tma:
+            return "producer+consumer" if self.wgmma else "producer"
+        return "consumer" if self.wgmma else "other"
 
     def add_wait(self, what: str, cycles: float) -> None:
         if cycles > 0:
@@ -223,6 +228,8 @@ class CtaRun:
             if key is not None:
                 if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
                     self._fire(eff.fired)
+                if eff.kind == Kind.WGMMA:  # waits at the warpgroup rendezvous of a wgmma: takes part in it
+                    st.wgmma = True
                 yield self._event(key)
                 st.add_wait(wait_name(key), env.now - now)
                 if slices is not None:
@@ -274,8 +281,7 @@ class CtaRun:
                     if self.inflight is not None:
                         self.inflight.append((resume, t, f"wgmma group {eff.group} (warpgroup {eff.warpgroup})",
                                               "wgmma in flight"))
-            elif kind == Kind.TMA_STORE and eff.complete is not None:
-                st.tma = True
+            elif kind == Kind.TMA_STORE and eff.complete is not None:  # (an epilogue store: no role)
                 _read_done, write_done = sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
                                                       eff.gmem_bytes, "store")
                 self._at(write_done, eff, ("bulk", w))
