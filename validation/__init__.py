@@ -1,6 +1,7 @@
-"""Hardware validation: the only package that imports cupy (lazily, on a GPU machine).
+"""Hardware validation, the GPU-machine side: the only package that imports cupy (lazily).
 
-Runs kernels and microbenchmarks on an sm90 GPU, records every result with provenance under
-`validation/records/h100/`, calibrates the timing config from microbenchmarks and compares
-simulation with hardware on held-out kernels.
+Runs kernels and microbenchmarks on an sm90 GPU and records every result with provenance under
+`validation/records/h100/`. It imports isa and kernels only, never the simulator (hopsim) or
+SimPy, so it runs on a GPU machine with numpy, cupy and cuda-bindings alone. Calibration and the
+simulator-vs-hardware comparison read these records in hopsim/validate/.
 """

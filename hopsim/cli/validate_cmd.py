@@ -15,7 +15,14 @@ import json
 import pathlib
 import sys
 
+from hopsim.cli import _Parser
+from hopsim.validate.calibrate import DEFAULT_OUT, as_json, calibrate, table, write_calibrated
+from hopsim.validate.run_compare import compare_records
 from isa.errors import InputError
+from validation.bank_truth import main as bank_main
+from validation.gemm_runs import SWEEPS, main as gemm_main
+from validation.gpu import gpu_available
+from validation.microbench import main as micro_main
 
 EXAMPLE = """examples:
   hopsim validate compare --out validation/reports/latest        # report.md + PNGs
@@ -25,8 +32,6 @@ EXAMPLE = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from hopsim.cli import _Parser
-
     p = sub.add_parser("validate", help="run on an H100, calibrate, compare with the simulator",
                        description=__doc__, epilog=EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -79,8 +84,6 @@ def _dir(field: str, value: str | None) -> pathlib.Path | None:
 
 
 def run_run(args) -> int:
-    from validation.gpu import gpu_available
-
     ok, why = gpu_available()
     if not ok:
         print(f"hopsim validate run: skipped: {why}. The committed H100 records in "
@@ -88,16 +91,11 @@ def run_run(args) -> int:
         return 0
     out = ["--out", args.out] if args.out else []
     if args.what == "gemm":
-        from validation.gemm_runs import SWEEPS, main as gemm_main
-
         if args.sweep not in SWEEPS:
             raise InputError("sweep", args.sweep, "one of " + ", ".join(sorted(SWEEPS)))
         return gemm_main(["--sweep", args.sweep] + out)
     if args.what == "micro":
-        from validation.microbench import main as micro_main
-
         return micro_main(out)
-    from validation.bank_truth import main as bank_main
 
     if not args.out:
         raise InputError("out", None, "a directory for the bank_conflicts record (--out DIR)")
@@ -105,8 +103,6 @@ def run_run(args) -> int:
 
 
 def run_calibrate(args) -> int:
-    from validation.calibrate import DEFAULT_OUT, as_json, calibrate, table, write_calibrated
-
     rows = calibrate(_dir("records", args.records))
     if args.json:
         print(json.dumps(as_json(rows), indent=1))
@@ -125,8 +121,6 @@ def _num(v) -> str:
 
 
 def run_compare(args) -> int:
-    from validation.run_compare import compare_records
-
     if args.only is not None and args.only < 1:
         raise InputError("only", args.only, "a positive number of configurations")
     if args.jobs is not None and args.jobs < 1:

@@ -1,9 +1,9 @@
-"""Calibration: microbenchmark records -> timing config (validation/calibrate.py).
+"""Calibration: microbenchmark records -> timing config (hopsim/validate/calibrate.py).
 
 Laws: the committed calibrated config is exactly what the committed records give; calibration
 reads microbenchmark records only (never the GEMM records it is validated on); every timing number
 has a known source kind, and every `measured:` one names a record that exists. The microbenchmark
-replays (validation/micro_sim.py) reproduce the rows the calibration read.
+replays (hopsim/validate/micro_sim.py) reproduce the rows the calibration read.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from hopsim.config import load_gpu
 from hopsim.config.base import SOURCE_KINDS
-from validation.calibrate import DEFAULT_OUT, CalibrationError, calibrate
+from hopsim.validate.calibrate import DEFAULT_OUT, CalibrationError, calibrate
 from validation.provenance import RECORDS_DIR
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -89,7 +89,7 @@ def test_bandwidth_per_cycle_is_bytes_per_second_over_the_clock():
 
 
 def test_calibration_rows_are_reproduced_by_the_microbenchmark_replays():
-    from validation.micro_sim import simulate_micro
+    from hopsim.validate.micro_sim import simulate_micro
 
     rows = simulate_micro()
     cal = [r for r in rows if r.calibration]

@@ -62,7 +62,7 @@ def test_model_carries_the_domains():
 def test_replay_of_the_hbm_chase_at_every_clock():
     """The HBM chase runs of the record (1755-1980 MHz), simulated at their clocks, within 5%.
     (These rows are checks: hbm_extra_latency_ns is calibrated from microbench__global_latency.)"""
-    from validation.micro_sim import _records, clock_domain
+    from hopsim.validate.micro_sim import _records, clock_domain
 
     rows = [r for r in clock_domain(_records()["clock_domain"]) if "chase HBM" in r.name]
     assert len(rows) >= 6

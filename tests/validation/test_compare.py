@@ -1,4 +1,4 @@
-"""validation.compare and validation.report on synthetic data whose answers are formulas."""
+"""hopsim.validate.compare and hopsim.validate.report on synthetic data whose answers are formulas."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from validation import compare as C
-from validation.report import write_report
+from hopsim.validate import compare as C
+from hopsim.validate.report import write_report
 
 
 def _grid():

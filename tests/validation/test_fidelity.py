@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from validation.compare import compare_gemm
-from validation.run_compare import (CI_EVERY, REPORT_DIR, ci_points, entries, hardware_points,
+from hopsim.validate.compare import compare_gemm
+from hopsim.validate.run_compare import (CI_EVERY, REPORT_DIR, ci_points, entries, hardware_points,
                                     simulate_points)
 
 pytestmark = pytest.mark.slow

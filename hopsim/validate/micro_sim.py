@@ -1,6 +1,6 @@
 """Microbenchmarks simulated vs measured: each H100 microbenchmark replayed on the model's units.
 
-    from validation.micro_sim import simulate_micro
+    from hopsim.validate.micro_sim import simulate_micro
     rows = simulate_micro()        # [MicroRow(name, field, measured, simulated, unit, ...)]
 
 Each function below drives the timing units of hopsim/timing (SmemPort, TmaUnit, MemorySystem /
@@ -9,7 +9,7 @@ record), at the SM clock the record saw, with the calibrated config, and returns
 record measured. These are unit-level replays of the access pattern, not IR kernels: they check
 the units' formulas and their calibrated numbers against every configuration the microbenchmark
 measured, including the many it was not calibrated on. `MicroRow.calibration` marks the rows a
-calibrated number was read from (validation/calibrate.py), which reproduce by construction; the
+calibrated number was read from (hopsim/validate/calibrate.py), which reproduce by construction; the
 others are checks.
 
 Not replayed: the launch record (read directly into cta_launch_cycles), the global-latency
@@ -21,7 +21,12 @@ from __future__ import annotations
 
 import statistics
 
-from validation.compare import MicroRow
+from hopsim.config import load_gpu
+from hopsim.timing.memory import L2Residency, MemorySystem, SmLink
+from hopsim.timing.units import SmemPort, TensorCores, TmaUnit
+from hopsim.validate.calibrate import elect_issue_slope, wgmma_queue_depths
+from hopsim.validate.compare import MicroRow
+from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, stream_boxes_per_cta
 from validation.provenance import RECORDS_DIR, load_records
 
 
@@ -30,8 +35,6 @@ def _records(records_dir=None) -> dict[str, dict]:
 
 
 def _gpu(clock_mhz: float | None = None):
-    from hopsim.config import load_gpu
-
     g = load_gpu()
     return g.at_clock(min(float(clock_mhz), float(g.spec.clock_mhz.value))) if clock_mhz else g
 
@@ -40,8 +43,6 @@ def _gpu(clock_mhz: float | None = None):
 
 def smem(rec: dict) -> list[MicroRow]:
     """Dependent ld.shared chase with a k-way bank conflict: cycles per step."""
-    from hopsim.timing.units import SmemPort
-
     port = SmemPort(_gpu())
     rows = []
     for k, measured in rec["results"]["k_way_conflict_cycles"].items():
@@ -56,9 +57,6 @@ def smem(rec: dict) -> list[MicroRow]:
 
 def _tma_round(gpu, k: int, box_bytes: int, rows_per_box: int, hit: bool) -> float:
     """One thread: k boxes back to back on one mbarrier, then wait: cycles to the wake-up."""
-    from hopsim.timing.memory import MemorySystem
-    from hopsim.timing.units import TmaUnit
-
     mem = MemorySystem(gpu)
     tma = TmaUnit(gpu, mem)
     t, done = 0.0, 0.0
@@ -87,9 +85,6 @@ def _tma_stream(gpu, *, boxes: int, box_bytes: int, rows: int, per_round: int, r
     """One thread per SM streams `boxes` boxes in rounds of `per_round`, at most
     `rounds_in_flight` rounds outstanding; the SM's link is its 1/sms share (all SMs alike).
     Returns SM cycles per box."""
-    from hopsim.timing.memory import L2Residency, SmLink
-    from hopsim.timing.units import TmaUnit
-
     link = SmLink(gpu, L2Residency(int(gpu.spec.l2_bytes.value)), sms, 0)
     tma = TmaUnit(gpu, link)
     wake = float(gpu.timing.mbarrier_wakeup_cycles.value)
@@ -165,8 +160,6 @@ def tma_stream(rec: dict) -> list[MicroRow]:
 # --------------------------------------------------------------------------- wgmma
 
 def wgmma(rec: dict) -> list[MicroRow]:
-    from hopsim.timing.units import TensorCores
-
     gpu = _gpu()
     rows = []
     for cfg, v in rec["results"]["by_config"].items():
@@ -214,8 +207,6 @@ def tma_issue(rec: dict) -> list[MicroRow]:
                                  calibration=False))
     e = rec["results"].get("R8,warp_elect", {}).get("by_k", {})
     if "1" in e and "32" in e:  # the calibrated number itself: the per-box slope over 31 boxes
-        from validation.calibrate import elect_issue_slope
-
         rows.append(MicroRow("TMA issue R8,warp_elect: cycles per box over K = 1..32",
                              "tma_issue_elect_cycles", elect_issue_slope(e),
                              float(t.tma_issue_elect_cycles.value), calibration=True))
@@ -229,8 +220,6 @@ def wgmma_queue(rec: dict) -> list[MicroRow]:
     The window t0..t2 of the record leaves out ~60 cycles of loop bookkeeping per round (the
     rounds of wait_group 1 measure 445 of the 512 pipe cycles), so only issue times are compared,
     and rows where they mostly show that bookkeeping (L <= 2 with wait_group 1) are skipped."""
-    from hopsim.timing.units import TensorCores
-
     gpu = _gpu()
     t = gpu.timing
     sync = float(t.wgmma_sync_cycles.value)
@@ -255,7 +244,6 @@ def wgmma_queue(rec: dict) -> list[MicroRow]:
         rows.append(MicroRow(f"wgmma issue of {nl} x {shape} (C{cpart[1:]}), wait_group {g}",
                              "wgmma_issue_cycles / wgmma_queue_depth", float(v["issue_cycles"]), last_issue,
                              calibration=(g == 0 and n == 128 and nl in (1, 2, 4))))
-    from validation.calibrate import wgmma_queue_depths
 
     for n, depth in wgmma_queue_depths(rec["results"]["by_config"]).items():  # calibrated: median, rounded
         rows.append(MicroRow(f"wgmma queue depth implied by m64n{n}k16 (16 vs 8 issues, empty pipe)",
@@ -319,8 +307,6 @@ def mbarrier(rec: dict) -> list[MicroRow]:
 
 
 def global_latency(rec: dict) -> list[MicroRow]:
-    from hopsim.timing.memory import MemorySystem
-
     rows = []
     for cfg, v in rec["results"]["by_footprint"].items():
         if not cfg.endswith(".cg"):
@@ -344,10 +330,6 @@ def clock_domain(rec: dict) -> list[MicroRow]:
     this record the 16 MiB were put back in L2 by a reduction over all SMs before each run
     (the first run, before any, read 277), which suggests the L2 hit latency depends on which SMs
     brought the lines in (the H100 L2 has two partitions; not modelled)."""
-    from hopsim.timing.memory import MemorySystem
-
-    from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, stream_boxes_per_cta
-
     rows = []
     for cfg, v in rec["results"].items():
         if cfg == "fit":

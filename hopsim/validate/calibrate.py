@@ -1,6 +1,6 @@
 """`hopsim validate calibrate`: H100 microbenchmark records -> the model's timing parameters.
 
-    from validation.calibrate import calibrate
+    from hopsim.validate.calibrate import calibrate
     rows = calibrate()                    # [CalRow(field, value, unit, source, old_value, ...)]
     write_calibrated(rows, path)          # hopsim/config/h100_sxm_calibrated.json
 
@@ -44,10 +44,11 @@ import pathlib
 import statistics
 from dataclasses import asdict, dataclass
 
+from hopsim.config import load_gpu
 from isa.errors import HopsimError
 from validation.provenance import RECORDS_DIR, load_records
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "hopsim" / "config" / "h100_sxm_calibrated.json"
 
 
@@ -205,7 +206,6 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
     if rt is None:
         raise CalibrationError("tma_latency L2,64x8 needs k = 1")
     box = float(t2["box_bytes"])
-    from hopsim.config import load_gpu
 
     unit = float(load_gpu(calibrated=False).timing.tma_unit_box_cycles.value)  # the model's path
     extra = (rt - unit - out["gmem_l2_latency_cycles"][0] - box / out["tma_bytes_per_cycle"][0]
@@ -256,8 +256,6 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
 
 def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     """The calibrated rows, against the defaults of hopsim/config/h100_sxm.py."""
-    from hopsim.config import load_gpu
-
     defaults = load_gpu(calibrated=False).timing.params()
     rows = []
     for field, (value, source) in derive(records_dir).items():
@@ -271,7 +269,7 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
 def write_calibrated(rows: list[CalRow], path: pathlib.Path = DEFAULT_OUT) -> pathlib.Path:
     """Write the calibrated timing fields as `{"timing": {field: Param fields}}` (load_gpu reads it)."""
     data = {"about": "Written by `hopsim validate calibrate` from validation/records/h100/microbench__*.json "
-                     "(validation/calibrate.py). Do not edit by hand.",
+                     "(hopsim/validate/calibrate.py). Do not edit by hand.",
             "timing": {r.field: {"value": r.value, "unit": r.unit, "meaning": r.meaning, "source": r.source}
                        for r in rows}}
     path = pathlib.Path(path)

@@ -1,6 +1,6 @@
 """`hopsim validate compare`: simulate every recorded GEMM configuration and report against the H100.
 
-    from validation.run_compare import compare_records
+    from hopsim.validate.run_compare import compare_records
     out = compare_records(out_dir="validation/reports/latest", jobs=2)
     out.gemm.overall.mape_pct, out.report_path
 
@@ -21,8 +21,8 @@ Steps:
    end) against the simulated cycles. Secondary: time (CUDA events of the `gemm` record) against
    the simulated cycles at that clock.
 4. Subsets. Every GEMM record is held out: the timing parameters come from microbenchmarks only
-   (validation/calibrate.py). Nothing is fitted to GEMM times.
-5. Also: microbenchmarks simulated vs measured (validation/micro_sim.py: rows a calibrated number
+   (hopsim/validate/calibrate.py). Nothing is fitted to GEMM times.
+5. Also: microbenchmarks simulated vs measured (hopsim/validate/micro_sim.py: rows a calibrated number
    was read from reproduce by construction and are marked; the rest are checks) and the
    bank-conflict truth set (exact matches).
 """
@@ -37,12 +37,16 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from validation.compare import (
+from hopsim import sweep
+from hopsim.functional.banks import wavefronts
+from hopsim.validate.compare import (
     HELD_OUT, BankResult, Entry, GemmComparison, MicroRow, compare_bank, compare_gemm,
 )
+from hopsim.validate.micro_sim import simulate_micro
+from hopsim.validate.report import write_report
 from validation.provenance import RECORDS_DIR, load_records
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CACHE_DIR = pathlib.Path(os.environ.get("HOPSIM_CACHE", pathlib.Path.home() / ".cache" / "hopsim"))
 #: The CI fidelity subset: every CI_EVERY-th hardware point (sorted by parameters), re-simulated
 #: by tests/validation/test_fidelity.py against the bounds the committed report states.
@@ -131,10 +135,10 @@ def ci_summary(points: Sequence[HwPoint], rows: Sequence[dict]) -> dict:
 
 def model_fingerprint() -> str:
     """Hash of everything that determines simulated cycles: sources of isa/, kernels/, hopsim/
-    (timing, functional, config) and the calibrated config JSON."""
+    (timing, functional, config, gemm_setup, gemm_sim) and the calibrated config JSON."""
     h = hashlib.sha1()
     for sub in ("isa", "kernels", "hopsim/timing", "hopsim/functional", "hopsim/config",
-                "hopsim/gemm_sim.py"):
+                "hopsim/gemm_setup.py", "hopsim/gemm_sim.py"):
         p = ROOT / sub
         files = [p] if p.is_file() else sorted(list(p.rglob("*.py")) + list(p.rglob("*.json")))
         for f in files:
@@ -150,8 +154,6 @@ def _cache_path(fp: str) -> pathlib.Path:
 def simulate_points(points: Sequence[HwPoint], *, jobs: int | None = None, progress: bool = True,
                     use_cache: bool = True, gpu: str = "h100_sxm") -> list[dict]:
     """Simulated rows (hopsim.gemm_sim.flat_row) for each point, cached per model fingerprint."""
-    from hopsim import sweep
-
     fp = model_fingerprint()
     cache: dict[str, dict] = {}
     cp = _cache_path(fp)
@@ -210,8 +212,6 @@ def entries(points: Sequence[HwPoint], rows: Sequence[dict], *, basis: str = "cy
 
 def bank_rows() -> list[tuple]:
     """(pattern, measured wavefronts, simulated wavefronts) for every ncu-measured pattern."""
-    from hopsim.functional.banks import wavefronts
-
     rows = []
     for rec in load_records("bank_conflicts"):
         for p in rec["patterns"]:
@@ -221,11 +221,7 @@ def bank_rows() -> list[tuple]:
 
 
 def micro_rows() -> list[MicroRow]:
-    """Microbenchmarks simulated vs measured (validation/micro_sim.py), [] if it is unavailable."""
-    try:
-        from validation.micro_sim import simulate_micro
-    except ImportError:
-        return []
+    """Microbenchmarks simulated vs measured (hopsim/validate/micro_sim.py)."""
     rows = []
     for e in simulate_micro():
         if isinstance(e, MicroRow):
@@ -242,8 +238,6 @@ def compare_records(out_dir: str | os.PathLike | None = None, *, records_dir=Non
                     jobs: int | None = None, progress: bool = True, use_cache: bool = True,
                     only: int | None = None, micro: bool = True, bank: bool = True) -> CompareOutput:
     """Simulate every recorded configuration; write report.md + PNGs into out_dir if given."""
-    from validation.report import write_report
-
     points = hardware_points(records_dir)
     if only:
         points = points[:only]

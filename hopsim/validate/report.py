@@ -1,4 +1,4 @@
-"""The validation report: markdown tables and PNG plots from `validation.compare` results.
+"""The validation report: markdown tables and PNG plots from `hopsim.validate.compare` results.
 
     write_report(compare_gemm(entries), out_dir, micro=compare_micro(...), bank=compare_bank(...))
 
@@ -24,7 +24,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from validation.compare import (  # noqa: E402
+from hopsim.plots import plot_compare  # noqa: E402
+from hopsim.validate.compare import (  # noqa: E402
     CALIBRATION,
     MICRO_TOLERANCE,
     BankResult,
@@ -181,8 +182,6 @@ def write_report(gemm: GemmComparison | None, out_dir: str | os.PathLike, *,
                  micro: Sequence[MicroRow] = (), bank: BankResult | None = None,
                  title: str = "hopsim vs H100", preamble: str = "", unit: str = "ms") -> pathlib.Path:
     """Write `report.md` and its PNGs into `out_dir`; returns the markdown path."""
-    from hopsim.plots import plot_compare  # noqa: PLC0415
-
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
