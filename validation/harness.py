@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 
 from kernels.params import GemmParams
+from validation.power.nvml_sampler import PowerSampler
 from validation.provenance import nvidia_smi_clocks
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -353,12 +354,14 @@ def _n_sets(bytes_per_set: int) -> int:
     return max(2, min(32, -(-3 * L2_BYTES // bytes_per_set)))
 
 
-def _bench(run_one, n_sets: int, warmup: int, batches: int, per_batch: int) -> tuple[list[float], str]:
+def _bench(run_one, n_sets: int, warmup: int, batches: int, per_batch: int,
+           power: PowerSampler | None = None) -> tuple[list[float], str]:
     """Per-launch times (ms) of `batches` batches of `per_batch` launches each.
 
     The batch is captured once as a CUDA graph (so Python launch overhead, 15-30 us a call,
     does not hide kernels shorter than that) and the graph is timed with events; if capture
-    fails, the launches are issued one by one on the stream. Returns (times, method)."""
+    fails, the launches are issued one by one on the stream. `power`, when given, samples NVML
+    over the timed batches only (not the warm-up). Returns (times, method)."""
     cp = _cupy()
     for i in range(warmup):
         run_one(i % n_sets)
@@ -382,6 +385,8 @@ def _bench(run_one, n_sets: int, warmup: int, batches: int, per_batch: int) -> t
     times = []
     ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
     j = 0
+    if power is not None:
+        power.start()
     with stream:
         for _ in range(batches):
             ev0.record(stream)
@@ -394,6 +399,8 @@ def _bench(run_one, n_sets: int, warmup: int, batches: int, per_batch: int) -> t
             ev1.record(stream)
             ev1.synchronize()
             times.append(cp.cuda.get_elapsed_time(ev0, ev1) / per_batch)
+    if power is not None:
+        power.stop()
     check_last_error("timed launches")
     return times, method
 
@@ -419,10 +426,12 @@ def time_gemm(kern: GemmKernel, warmup: int = 5, seed: int = 7) -> dict:
         sets.append((kern.maps(a, b), c, a, b))
     batches, per_batch = _plan(p)
     clk0 = nvidia_smi_clocks()
-    times, method = _bench(lambda i: kern.launch(sets[i][0], sets[i][1]), n, warmup, batches, per_batch)
+    ps = PowerSampler()
+    times, method = _bench(lambda i: kern.launch(sets[i][0], sets[i][1]), n, warmup, batches, per_batch, ps)
     clk1 = nvidia_smi_clocks()
     del sets
-    return {**_summary(times, p, n, per_batch, clk0, clk1), "timing_method": method}
+    return {**_summary(times, p, n, per_batch, clk0, clk1), "timing_method": method,
+            "power_samples_summary": ps.summary(launches=batches * per_batch)}
 
 
 def time_cublas(p: GemmParams, warmup: int = 5, seed: int = 7) -> dict:
@@ -444,11 +453,13 @@ def time_cublas(p: GemmParams, warmup: int = 5, seed: int = 7) -> dict:
         sets.append((a, bb, cp.empty((p.m, p.n), dtype=dt)))
     batches, per_batch = _plan(p)
     clk0 = nvidia_smi_clocks()
+    ps = PowerSampler()
     times, method = _bench(lambda i: cp.matmul(sets[i][0], sets[i][1], out=sets[i][2]), n, warmup,
-                           batches, per_batch)
+                           batches, per_batch, ps)
     clk1 = nvidia_smi_clocks()
     del sets
-    return {**_summary(times, p, n, per_batch, clk0, clk1), "timing_method": method}
+    return {**_summary(times, p, n, per_batch, clk0, clk1), "timing_method": method,
+            "power_samples_summary": ps.summary(launches=batches * per_batch)}
 
 
 def _summary(times, p, n_sets, per_batch, clk0, clk1) -> dict:

@@ -34,6 +34,8 @@ import sys
 import time
 import traceback
 
+from validation.power.nvml_sampler import PowerSampler
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CUDA_DIR = REPO / "validation" / "cuda"
 BUILD = pathlib.Path(os.environ.get("HOPSIM_MICRO_BUILD", REPO / "build" / "micro"))
@@ -979,11 +981,13 @@ def _run_child(name: str, out_dir: pathlib.Path) -> int:
 
     fn, _ = BENCHES[name]
     t0 = time.time()
-    recs = fn()
+    with PowerSampler() as ps:  # NVML over the whole family (its windows are too short to resolve)
+        recs = fn()
+    power = {**ps.summary(), "window": f"whole run of the {name} benchmark family"}
     prov = device_provenance()
     tmp = out_dir / "_records"
     for rname, payload in recs:
-        payload = {**payload, "seconds": round(time.time() - t0, 1)}
+        payload = {**payload, "seconds": round(time.time() - t0, 1), "power_samples_summary": power}
         p = write_record("microbench", rname, payload, prov, out_dir=tmp)
         with open(out_dir / "records.jsonl", "a") as f:
             f.write(json.dumps(json.loads(p.read_text())) + "\n")
