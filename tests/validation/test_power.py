@@ -194,3 +194,20 @@ def test_execute_survives_a_failing_point_and_writes_every_file(tmp_path, monkey
     assert "power_samples_summary" in units[0] and "provenance" in units[0]
     assert wg[0]["error"].startswith("child exited 2")
     assert (tmp_path / "summary.txt").read_text().count("\n") == 5
+
+
+def test_records_loader_round_trip_and_bad_lines(tmp_path):
+    from validation.power import records
+
+    good = run.run_point({"family": "units", "name": "x", "seconds": 0.0, "kw": {}, "fn": lambda: {"rate_per_s": 1.0}},
+                         {"device_name": "test"})
+    f = tmp_path / "units.jsonl"
+    f.write_text(json.dumps(good) + "\n\n")
+    assert records.load(f) == [json.loads(json.dumps(good))]
+    assert records.load_all(tmp_path)[0]["name"] == "x"
+    for bad, msg in (("{not json", "units.jsonl:1: not JSON"),
+                     (json.dumps({"kind": "power"}), "missing field 'family'"),
+                     (json.dumps({**good, "kind": "gemm"}), "kind='gemm'; valid: 'power'")):
+        f.write_text(bad + "\n")
+        with pytest.raises(records.RecordError, match=msg):
+            records.load(f)
