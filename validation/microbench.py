@@ -976,14 +976,22 @@ BENCHES = {
 
 
 # ============================================================================ driver
+HOST_TIMED = {"launch"}  # families timed by Python launch loops: no NVML sampler thread beside them
+
+
 def _run_child(name: str, out_dir: pathlib.Path) -> int:
     from validation.provenance import device_provenance, write_record  # noqa: PLC0415
 
     fn, _ = BENCHES[name]
     t0 = time.time()
-    with PowerSampler() as ps:  # NVML over the whole family (its windows are too short to resolve)
-        recs = fn()
-    power = {**ps.summary(), "window": f"whole run of the {name} benchmark family"}
+    # NVML over the whole family (its windows are too short to resolve); not for host-timed
+    # families (launch: Python launch loops), whose timing a sampler thread would perturb
+    if name in HOST_TIMED:
+        recs, power = fn(), {"skipped": "host-timed family: not sampled"}
+    else:
+        with PowerSampler() as ps:
+            recs = fn()
+        power = {**ps.summary(), "window": f"whole run of the {name} benchmark family"}
     prov = device_provenance()
     tmp = out_dir / "_records"
     for rname, payload in recs:
