@@ -25,13 +25,8 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
+import subprocess
 import sys
-
-import numpy as np
-
-from validation.harness import _as_param, encode_tensor_map
-from validation.micro_runner import NVCC_O3, nvcc_cubin
-from validation.provenance import device_provenance, write_record
 
 HERE = pathlib.Path(__file__).resolve().parent
 SRC = HERE / "cuda" / "micro_tma_width.cu"
@@ -43,7 +38,8 @@ def _compile(out: pathlib.Path):
     import cupy as cp
 
     cubin = out / "micro_tma_width.cubin"
-    nvcc_cubin(SRC, cubin, NVCC_O3)
+    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-O3",
+                    "-o", str(cubin), str(SRC)], check=True)
     fn = cp.RawModule(path=str(cubin)).get_function("tma_width_stream")
     fn.max_dynamic_shared_size_bytes = 200 * 1024
     return fn
@@ -51,7 +47,10 @@ def _compile(out: pathlib.Path):
 
 def run(out: pathlib.Path) -> pathlib.Path:
     import cupy as cp
+    import numpy as np
 
+    from validation.harness import _as_param, encode_tensor_map
+    from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     fn = _compile(out)
@@ -123,7 +122,10 @@ def _share_configs(nsm: int) -> list[tuple[int, int, int, int]]:
 def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pathlib.Path:
     """The `share` suite: L2 -> SM TMA rate when g SMs read the same boxes (see module doc)."""
     import cupy as cp
+    import numpy as np
 
+    from validation.harness import _as_param, encode_tensor_map
+    from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     fn = _compile(out)

@@ -64,14 +64,11 @@ def global_ranges(gmem, tmap, coords) -> tuple:
     hi = min(coords[0] + box[0], dims[0])
     if hi <= lo:
         return ()
-    rows = np.zeros(1, dtype=np.int64)
-    ok = np.ones(1, dtype=bool)
+    starts = [tmap.global_address + lo * e]  # plain ints: a box has few rows (numpy costs more here)
     for d in range(len(dims) - 1, 0, -1):
-        idx = coords[d] + np.arange(box[d], dtype=np.int64)
-        inb = (idx >= 0) & (idx < dims[d])
-        rows = (rows[:, None] + idx[None, :] * strides[d - 1]).ravel()
-        ok = (ok[:, None] & inb[None, :]).ravel()
-    starts = (rows[ok] + tmap.global_address + lo * e).tolist()
+        step = strides[d - 1]
+        offs = [i * step for i in range(max(coords[d], 0), min(coords[d] + box[d], dims[d]))]
+        starts = [a + b for a in starts for b in offs]
     n = (hi - lo) * e
     out = []
     for a in sorted(starts):  # merge rows that touch (as tma.global_ranges does)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
+
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import SmLink
 
@@ -130,6 +132,55 @@ class TilePlan:
                 row = [(h, tuple(a + k1 * x + k2 * y + k3 * z for a, x, y, z in zip(co, e1, e2, e3)), nb)
                        for (h, co, nb), e1, e2, e3 in zip(keys, d1, d2, d3)]
             out.append(row)
+        return out
+
+    def layout(self):
+        """The plan's TMA loads flattened in warp order ("positions"): (distinct handles, handle
+        index per position, bytes per position, start position of each warp (+ the end), number
+        of coordinates per position), the last three as numpy arrays / a list."""
+        handles: list = []
+        where: dict = {}
+        hidx, nbytes, ndim, starts = [], [], [], [0]
+        for row in self.base:
+            for h, co, nb in row:
+                if h not in where:
+                    where[h] = len(handles)
+                    handles.append(h)
+                hidx.append(where[h])
+                nbytes.append(nb)
+                ndim.append(len(co))
+            starts.append(len(hidx))
+        return (handles, np.array(hidx, dtype=np.int64), np.array(nbytes, dtype=np.int64), starts,
+                np.array(ndim, dtype=np.int64))
+
+    def coords_array(self, num_ctas: int) -> np.ndarray:
+        """Coordinates of every CTA's tiles as an int64 array (num_ctas, positions, max dims), zero
+        padded; the same values as `tiles(cta)` (numpy instead of a tuple per tile)."""
+        flat = [co for row in self.base for _h, co, _nb in row]
+        dims = max((len(co) for co in flat), default=0)
+        base = np.zeros((len(flat), dims), dtype=np.int64)
+        for j, co in enumerate(flat):
+            base[j, :len(co)] = co
+        out = np.broadcast_to(base, (num_ctas, *base.shape)).copy()
+        if self.mode == "translate":
+            groups = list(self.first)
+            gidx = np.array([groups.index((w, h)) for w, row in enumerate(self.base) for h, _co, _nb in row],
+                            dtype=np.int64)
+            off = np.zeros((num_ctas, len(groups), dims), dtype=np.int64)
+            for cta in range(1, num_ctas):
+                for g, d in self._offsets(cta).items():
+                    off[cta, groups.index(g), :len(d)] = d
+            if len(flat):
+                out += off[:, gidx, :]
+            return out
+        cc = np.array([self.coords_of(c) for c in range(num_ctas)], dtype=np.int64).reshape(num_ctas, 3)
+        for ax in range(3):
+            if self.deltas[ax] is None:
+                continue
+            d = np.zeros_like(base)
+            for j, e in enumerate(e for row in self.deltas[ax] for e in row):
+                d[j, :len(e)] = e
+            out += cc[:, ax, None, None] * d[None]
         return out
 
     @classmethod
@@ -306,6 +357,24 @@ def apply_residue(sm, start: float, residue: tuple) -> None:
 
 
 # ------------------------------------------------------------------------------- dispatch-time L2
+class CtaHits:
+    """One CTA's L2 decisions, per TMA load in warp order: `of(w, i)` -> (hit, share of the fetch or
+    L2 read); `key` (bytes) is equal for two CTAs exactly when their (hit, share) vectors are."""
+
+    __slots__ = ("hit", "share", "starts", "key", "_lists")
+
+    def __init__(self, hit: np.ndarray, share: np.ndarray, starts: list):
+        self.hit, self.share, self.starts = hit, share, starts
+        self.key = hit.tobytes() + share.tobytes()
+        self._lists = None
+
+    def of(self, w: int, i: int) -> tuple:
+        if self._lists is None:
+            self._lists = (self.hit.tolist(), self.share.tolist())
+        j = self.starts[w] + i
+        return self._lists[0][j], self._lists[1][j]
+
+
 class DispatchResidency:
     """L2 hit/miss of a CTA's TMA tiles decided when it is dispatched (partitioned mode).
 
@@ -319,56 +388,120 @@ class DispatchResidency:
         window [c, c + slots) (opened by the first reader after the previous window): the L2
         reads the bytes once for them (share 1/r of the L2 read bandwidth) and delivers them to
         each SM (`MemorySystem._l2_service`).
-    `classify(cta)` returns {(warp, i): (hit, share)}, also the memo key.
+    `classify(cta)` returns a `CtaHits` (its `key` is the memo key).
+
+    Representation (speed; same decisions as a per-tile dict walk): the plan's tiles of every CTA
+    as one integer array `ids[cta, position]` (a dense id per distinct (tensor map, coords) tile,
+    numpy), the readers of each tile as the sorted unique `id * num_ctas + cta` codes (r is two
+    binary searches), and the windows as arrays indexed by tile id; the L2 LRU (`L2Residency`) is
+    walked in the same order as before, with the tile ids as keys (ld.global lines use ("line",
+    addr) keys, so they never collide), at dispatch, so it interleaves with ld.global look-ups
+    as before.
     """
 
     def __init__(self, plan: TilePlan, residency, num_ctas: int, slots: int):
-        import bisect
-        self._bisect = bisect
         self.plan = plan
         self.residency = residency
         self.slots = slots
-        self._tiles: dict[int, list] = {}
-        self.readers: dict = {}
-        for c in range(num_ctas):
-            rows = plan.tiles(c)
-            if plan.mode == "translate":
-                self._tiles[c] = rows  # partial executor runs: compute once
-            for row in rows:
-                for h, co, _ in row:
-                    lst = self.readers.setdefault((h, co), [])
-                    if not lst or lst[-1] != c:
-                        lst.append(c)
-        self.window: dict = {}  # tile -> (fetch window end, share of the HBM fetch)
-        self.share: dict = {}  # tile -> (share window end, share of the L2 read) for hits
+        self.num_ctas = num_ctas
+        handles, self.hidx, self.nbytes, self.starts, ndim = plan.layout()
+        self.handles = handles
+        self.ndim = ndim
+        coords = plan.coords_array(num_ctas)  # (num_ctas, positions, dims) int64
+        self.coords = coords
+        n, t = coords.shape[0], coords.shape[1]
+        self.ids = _dense_ids(self.hidx, coords)
+        self.num_tiles = int(self.ids.max()) + 1 if t else 0
+        self._codes = _sorted_unique((self.ids * num_ctas + np.arange(n, dtype=np.int64)[:, None]).reshape(-1))
+        sorted_ids = np.sort(self.ids, axis=1)
+        self._dup_rows = (sorted_ids[:, 1:] == sorted_ids[:, :-1]).any(axis=1) if t > 1 else np.zeros(n, bool)
+        self._nb_list = self.nbytes.tolist()
+        self._win_end = np.full(self.num_tiles, -1, dtype=np.int64)  # fetch window end (exclusive)
+        self._win_share = np.zeros(self.num_tiles)
+        self._sh_end = np.full(self.num_tiles, -1, dtype=np.int64)  # share window end (exclusive)
+        self._sh_share = np.zeros(self.num_tiles)
 
     def tiles(self, cta: int) -> list[list]:
-        t = self._tiles.get(cta)
-        return t if t is not None else self.plan.tiles(cta)
+        """The plan's (handle, coords, nbytes) per warp of CTA `cta` (for the detailed-run check)."""
+        co, h, nb, d = self.coords[cta].tolist(), self.hidx.tolist(), self._nb_list, self.ndim.tolist()
+        flat = [(self.handles[h[j]], tuple(co[j][:d[j]]), nb[j]) for j in range(len(h))]
+        return [flat[self.starts[w]:self.starts[w + 1]] for w in range(len(self.starts) - 1)]
 
-    def classify(self, cta: int, tiles: list[list]) -> dict:
-        out = {}
-        b = self._bisect
-        for w, row in enumerate(tiles):
-            for i, (h, co, nb) in enumerate(row):
-                t = (h, co)
-                if not self.residency.access(t, nb):
-                    rd = self.readers.get(t, [cta])
-                    r = max(1, b.bisect_left(rd, cta + self.slots) - b.bisect_left(rd, cta))
-                    self.window[t] = (cta + self.slots, 1.0 / r)
-                    out[(w, i)] = (False, 1.0 / r)
-                    continue
-                win = self.window.get(t)
-                if win is not None and cta < win[0]:
-                    out[(w, i)] = (False, win[1])
-                else:
-                    # an L2 hit: the readers of T in its share window (one wave from the first
-                    # reader after the last window) read it at about the same time; the L2 serves
-                    # the bytes once and delivers them to each (microbench__tma_share.json)
-                    sw = self.share.get(t)
-                    if sw is None or cta >= sw[0]:
-                        rd = self.readers.get(t, [cta])
-                        r = max(1, b.bisect_left(rd, cta + self.slots) - b.bisect_left(rd, cta))
-                        sw = self.share[t] = (cta + self.slots, 1.0 / r)
-                    out[(w, i)] = (True, sw[1])
-        return out
+    def _readers(self, ids: np.ndarray, cta: int) -> np.ndarray:
+        """r per position: how many CTAs in [cta, cta + slots) read the tile (at least 1)."""
+        base = ids * self.num_ctas
+        lo = np.searchsorted(self._codes, base + cta)
+        hi = np.searchsorted(self._codes, base + min(cta + self.slots, self.num_ctas))
+        return np.maximum(hi - lo, 1)
+
+    def classify(self, cta: int) -> CtaHits:
+        ids = self.ids[cta]
+        hit = np.array(self.residency.access_all(ids.tolist(), self._nb_list), dtype=bool)
+        if self._dup_rows[cta]:
+            return self._classify_walk(cta, ids, hit)
+        r = self._readers(ids, cta)
+        end = cta + self.slots
+        share = np.empty(len(ids))
+        miss = ~hit
+        m_ids = ids[miss]
+        inv_r = 1.0 / r
+        self._win_end[m_ids] = end
+        self._win_share[m_ids] = inv_r[miss]
+        share[miss] = inv_r[miss]
+        in_win = hit & (self._win_end[ids] > cta)
+        share[in_win] = self._win_share[ids[in_win]]
+        real = hit & ~in_win
+        r_ids = ids[real]
+        new = real.copy()
+        new[real] = self._sh_end[r_ids] <= cta
+        n_ids = ids[new]
+        self._sh_end[n_ids] = end
+        self._sh_share[n_ids] = inv_r[new]
+        share[real] = self._sh_share[r_ids]
+        return CtaHits(real, share, self.starts)
+
+    def _classify_walk(self, cta: int, ids: np.ndarray, hit: np.ndarray) -> CtaHits:
+        """Tile by tile (a CTA that reads one tile twice: later reads see the earlier's window)."""
+        r = self._readers(ids, cta).tolist()
+        end = cta + self.slots
+        out_hit, share = [], []
+        for j, (t, h) in enumerate(zip(ids.tolist(), hit.tolist())):
+            if not h:
+                self._win_end[t], self._win_share[t] = end, 1.0 / r[j]
+                out_hit.append(False)
+                share.append(1.0 / r[j])
+            elif self._win_end[t] > cta:
+                out_hit.append(False)
+                share.append(float(self._win_share[t]))
+            else:
+                if self._sh_end[t] <= cta:
+                    self._sh_end[t], self._sh_share[t] = end, 1.0 / r[j]
+                out_hit.append(True)
+                share.append(float(self._sh_share[t]))
+        return CtaHits(np.array(out_hit, dtype=bool), np.array(share), self.starts)
+
+
+def _dense_ids(hidx: np.ndarray, coords: np.ndarray) -> np.ndarray:
+    """A dense integer id (0..tiles-1) per (CTA, position) for its (handle, coords) tile."""
+    n, t, dims = coords.shape
+    if not t or not n:
+        return np.zeros((n, t), dtype=np.int64)
+    cols = [np.broadcast_to(hidx[None, :], (n, t)).reshape(-1)] + [coords[:, :, d].reshape(-1) for d in range(dims)]
+    code = np.zeros(n * t, dtype=np.int64)
+    span = 1
+    for col in cols:
+        lo, hi = int(col.min()), int(col.max())
+        radix = hi - lo + 1
+        if span * radix >= 1 << 62:  # too wide for one int64: unique rows instead
+            _, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+            return inv.reshape(n, t).astype(np.int64)
+        code = code * radix + (col - lo)
+        span *= radix
+    _, inv = np.unique(code, return_inverse=True)
+    return inv.reshape(n, t).astype(np.int64)
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    """np.unique of a 1-D int array by sorting (numpy 2's hash-based unique is slower on millions)."""
+    a = np.sort(a)
+    return a[np.concatenate(([True], a[1:] != a[:-1]))] if a.size else a

@@ -62,6 +62,28 @@ class L2Residency:
         self._insert(key, nbytes)
         return False
 
+    def access_all(self, keys: list, nbytes: list) -> list:
+        """`access(keys[j], nbytes[j])` for each j in order (one call: the dispatch-time walk of a
+        CTA's tiles, memo.DispatchResidency); return the hit flags."""
+        tiles, move, insert = self._tiles, self._tiles.move_to_end, self._insert
+        out = []
+        hits = hit_bytes = miss_bytes = 0
+        for key, nb in zip(keys, nbytes):
+            if key in tiles:
+                move(key)
+                hits += 1
+                hit_bytes += nb
+                out.append(True)
+            else:
+                miss_bytes += nb
+                insert(key, nb)
+                out.append(False)
+        self.hits += hits
+        self.misses += len(out) - hits
+        self.hit_bytes += hit_bytes
+        self.miss_bytes += miss_bytes
+        return out
+
     def write(self, key: Hashable, nbytes: int) -> None:
         """A store: the tile becomes (or stays) resident and most recently used."""
         if key in self._tiles:

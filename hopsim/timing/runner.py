@@ -127,11 +127,10 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             link = (memo_mod.PartitionedLink(gpu, memory.residency, min(num_sms, num_ctas), sm_id, trace=trace,
                                              jitter=jitter) if partitioned else memory)
             sm = sms[sm_id] = SM(gpu, sm_id, link, trace=trace, jitter=jitter)
-        hits = key = tiles = None
+        hits = key = None
         if plan is not None:
-            tiles = dispatch.tiles(cta)
-            hits = dispatch.classify(cta, tiles)
-            key = tuple(hits.values())
+            hits = dispatch.classify(cta)
+            key = hits.key
         start = env.now
         use_memo = memo and plan is not None  # (one CTA per SM here; more: smclass.py below)
         if use_memo:
@@ -174,7 +173,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         yield from run.run()
         live.discard(run)
         stats["detailed_ctas"] += 1
-        if tiles is not None and run.tiles != [[(h, co) for h, co, _ in row] for row in tiles]:
+        if plan is not None and run.tiles != [[(h, co) for h, co, _ in row] for row in dispatch.tiles(cta)]:
             raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
                               "simulate with memory='shared'")
         if use_memo:
@@ -281,8 +280,8 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     hits_of: list = []
 
     def classify(cta):
-        hits = dispatch.classify(cta, dispatch.tiles(cta))
-        key = tuple(hits.values())
+        hits = dispatch.classify(cta)
+        key = hits.key
         kid = kinds.get(key)
         if kid is None:
             kid = kinds[key] = len(hits_of)

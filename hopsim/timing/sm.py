@@ -157,7 +157,7 @@ class CtaRun:
     """One CTA's timed execution on an `SM` (a generator `run()` for the CTA scheduler)."""
 
     def __init__(self, env: simpy.Environment, sm: SM, ex, consts: _Consts, *, trace: bool = False,
-                 wavefronts=None, hits: dict | None = None):
+                 wavefronts=None, hits=None):
         self.env = env
         self.sm = sm
         self.ex = ex
@@ -170,7 +170,7 @@ class CtaRun:
         self.pending_async = 0
         self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
         self.inflight: list | None = [] if trace else None  # (start, end, name, track) of async ops
-        self.hits = hits  # {(warp, i): (hit, hbm_share)} L2 residency decided at dispatch (partitioned mode)
+        self.hits = hits  # memo.CtaHits: .of(warp, i) -> (hit, hbm_share), L2 residency decided at dispatch (partitioned mode)
         kern = getattr(ex, "kernel", None)
         self.elected = elected_predicates(kern) if kern is not None else frozenset()
 
@@ -256,7 +256,7 @@ class CtaRun:
             elif kind == Kind.TMA_LOAD and eff.complete is not None:  # (None: predicated off)
                 st.tma = True
                 tl = self.tiles[w]
-                hit, share = (None, 1.0) if self.hits is None else self.hits[(w, len(tl))]
+                hit, share = (None, 1.0) if self.hits is None else self.hits.of(w, len(tl))
                 tl.append(eff.tile_key)
                 done = sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share,
                                    _requests(eff))
