@@ -149,6 +149,13 @@ def params_of(point: dict) -> GemmParams:
     return GemmParams.from_dict(d)
 
 
+#: The columns every sweep row of `simulate_point` has (besides its knobs); busy_<unit> and
+#: wait_<role>_<reason> columns follow the run (ROW_PREFIXES).
+ROW_COLUMNS = ("cycles", "time_ms", "tflops", "ctas_per_sm", "waves", "limiting", "bytes_hbm",
+               "bytes_l2", "bank_conflicts", "sim_wall_s")
+ROW_PREFIXES = ("busy_", "wait_")
+
+
 def flat_row(run: GemmRun) -> dict:
     """The columns a sweep row gets: the contract keys plus utilisation and stall cycles."""
     r = run.result

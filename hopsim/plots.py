@@ -447,7 +447,7 @@ def plot_sweep(rows: Sequence[dict], knob: str, path: str | os.PathLike, y: str 
                                                      if compare else ""))
     if keys:
         ax.legend(fontsize=7, loc="best")
-    return _save(fig, path)
+    return _save(fig, path, title=ax.get_title())
 
 
 # --------------------------------------------------------------------------- sim vs hardware

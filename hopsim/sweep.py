@@ -120,7 +120,7 @@ def knob(name: str) -> Knob:
     for kn in KNOBS:
         if key in (kn.name, kn.flag.replace("-", "_")):
             return _with_gpus(kn)
-    raise InputError("knob", name, "one of " + ", ".join(k.flag for k in KNOBS), where="sweep")
+    raise InputError("knob", name, "one of " + ", ".join(k.flag for k in KNOBS))
 
 
 def _with_gpus(kn: Knob) -> Knob:
@@ -141,33 +141,32 @@ def default_point() -> dict:
 
 def _check_one(kn: Knob, raw: Any) -> Any:
     """One value of knob `kn` (a string or a YAML scalar), converted and checked."""
-    where = "sweep"
     if kn.kind == "tile":
         if isinstance(raw, (list, tuple)) and len(raw) == 3:
             raw = "x".join(str(v) for v in raw)
         m = _TILE_RE.match(str(raw))
         if not m:
-            raise InputError(kn.flag, raw, kn.allowed, where=where)
+            raise InputError(kn.flag, raw, kn.allowed)
         bm, bn, bk = (int(g) for g in m.groups())
         if bm not in (64, 128, 256) or bn not in (64, 128, 256) or bk != 64:
-            raise InputError(kn.flag, str(raw).strip(), kn.allowed, where=where)
+            raise InputError(kn.flag, str(raw).strip(), kn.allowed)
         return (bm, bn, bk)
     text = str(raw).strip()
     if kn.kind in ("int", "posint"):
         try:
             val = int(text)
         except ValueError:
-            raise InputError(kn.flag, raw, kn.allowed, where=where) from None
+            raise InputError(kn.flag, raw, kn.allowed) from None
         ok = val > 0 if kn.kind == "posint" else val in kn.choices
         if not ok:
-            raise InputError(kn.flag, val, kn.allowed, where=where)
+            raise InputError(kn.flag, val, kn.allowed)
         return val
     # choice: strings, with integers where the domain has them (ctas_per_sm: auto or 1)
     text = _ALIASES.get(text, text) if kn.name == "variant" else text
     for c in kn.choices:
         if text == str(c) or (isinstance(c, str) and text.lower() == c.lower()):
             return c
-    raise InputError(kn.flag, raw, kn.allowed, where=where)
+    raise InputError(kn.flag, raw, kn.allowed)
 
 
 def parse_values(name: str, spec: Any) -> list:
@@ -181,13 +180,13 @@ def parse_values(name: str, spec: Any) -> list:
         for s in spec:
             items += parse_values(kn.name, s) if isinstance(s, str) else [_check_one(kn, s)]
         if not items:
-            raise InputError(kn.flag, spec, "at least one value: " + kn.allowed, where="sweep")
+            raise InputError(kn.flag, spec, "at least one value: " + kn.allowed)
         return _dedup(items)
     if isinstance(spec, bool) or spec is None:
-        raise InputError(kn.flag, spec, kn.allowed, where="sweep")
+        raise InputError(kn.flag, spec, kn.allowed)
     text = str(spec).strip()
     if not text:
-        raise InputError(kn.flag, spec, kn.allowed, where="sweep")
+        raise InputError(kn.flag, spec, kn.allowed)
     out: list = []
     for part in text.split(","):
         part = part.strip()
@@ -196,12 +195,11 @@ def parse_values(name: str, spec: Any) -> list:
             lo, hi = int(m.group(1)), int(m.group(2))
             step = int(m.group(3) or 1)
             if step < 1:
-                raise InputError(kn.flag, part, "a range lo-hi:step with a positive step", where="sweep")
+                raise InputError(kn.flag, part, "a range lo-hi:step with a positive step")
             if lo > hi:
-                raise InputError(kn.flag, part, f"a rising range lo-hi; valid values: {kn.allowed}",
-                                 where="sweep")
+                raise InputError(kn.flag, part, f"a rising range lo-hi; valid values: {kn.allowed}")
             if (hi - lo) // step >= 100_000:
-                raise InputError(kn.flag, part, "a range of fewer than 100000 values", where="sweep")
+                raise InputError(kn.flag, part, "a range of fewer than 100000 values")
             out += [_check_one(kn, v) for v in range(lo, hi + 1, step)]
         else:
             out.append(_check_one(kn, part))
@@ -285,15 +283,13 @@ def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
 
     p = pathlib.Path(path)
     if not p.is_file():
-        raise InputError("grid", str(path), "an existing YAML file with `base:` and `sweep:`",
-                         where="sweep")
+        raise InputError("grid", str(path), "an existing YAML file with `base:` and `sweep:`")
     try:
         doc = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         at = f" (line {line + 1})" if line is not None else ""
-        raise InputError("grid", str(path), f"valid YAML{at}: {getattr(exc, 'problem', exc)}",
-                         where="sweep") from None
+        raise InputError("grid", str(path), f"valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(doc, dict) or set(doc) - {"base", "sweep"}:
         extra = sorted(set(doc) - {"base", "sweep"}) if isinstance(doc, dict) else doc
         raise InputError(f"{p.name}", extra, "a mapping with only the keys `base` and `sweep`",
@@ -319,18 +315,17 @@ def load_function(spec: str) -> Callable[[dict], dict]:
     """`"package.module:function"` -> the function (must be a picklable top-level callable)."""
     mod_name, _, attr = spec.partition(":")
     if not mod_name or not attr:
-        raise InputError("fn", spec, "MODULE:FUNCTION, e.g. hopsim.gemm_sim:simulate_point",
-                         where="sweep")
+        raise InputError("fn", spec, "MODULE:FUNCTION, e.g. hopsim.gemm_sim:simulate_point")
     try:
         mod = importlib.import_module(mod_name)
     except ModuleNotFoundError as exc:
         if exc.name and mod_name.startswith(exc.name):
             raise InputError("fn", spec, f"an importable module ({exc.name} is not installed or "
-                             "not written yet)", where="sweep") from None
+                             "not written yet)") from None
         raise
     fn = getattr(mod, attr, None)
     if not callable(fn):
-        raise InputError("fn", spec, f"a function defined in {mod_name}", where="sweep")
+        raise InputError("fn", spec, f"a function defined in {mod_name}")
     return fn
 
 
@@ -387,7 +382,7 @@ def parse_executor(spec: str | None) -> tuple[str, str | None]:
         if re.match(r"^[\w.\-\[\]:]+:\d+$", hostport):
             return "dask", "tcp://" + hostport
     raise InputError("executor", spec, "process, serial or dask://HOST:PORT (e.g. "
-                     "dask://127.0.0.1:8786)", where="sweep")
+                     "dask://127.0.0.1:8786)")
 
 
 def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str = "process",
@@ -406,7 +401,7 @@ def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str 
 
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
-        raise InputError("jobs", jobs, "a positive number of workers", where="sweep")
+        raise InputError("jobs", jobs, "a positive number of workers")
     points = list(points)
     enabled = {True: None, "force": True}.get(progress, False)
     bar = Progress(len(points), desc=desc, enabled=enabled)
@@ -446,15 +441,14 @@ def _dask_client(address: str, timeout_s: float):
         import distributed  # noqa: PLC0415
     except ImportError:
         raise InputError("executor", "dask://" + address.removeprefix("tcp://"),
-                         "installed Dask: pip install -e '.[dask]' (or use --executor process)",
-                         where="sweep") from None
+                         "installed Dask: pip install -e '.[dask]' (or use --executor process)") from None
     try:
         return distributed.Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise InputError("executor", "dask://" + address.removeprefix("tcp://"),
                          f"no Dask scheduler answered at {address} within {timeout_s:g} s: start one "
                          "with `dask scheduler` (and `dask worker ADDRESS`) or use --executor "
-                         f"process ({type(exc).__name__})", where="sweep") from None
+                         f"process ({type(exc).__name__})") from None
 
 
 def _run_dask(points, fn, address, jobs, rows, bar, timeout_s) -> None:
@@ -503,7 +497,7 @@ def write_rows(rows: Sequence[dict], path: str | os.PathLike) -> pathlib.Path:
     p = pathlib.Path(path)
     ext = p.suffix.lower()
     if ext not in (".csv", ".json"):
-        raise InputError("out", str(path), "a file name ending in .csv or .json", where="sweep")
+        raise InputError("out", str(path), "a file name ending in .csv or .json")
     p.parent.mkdir(parents=True, exist_ok=True)
     if ext == ".json":
         p.write_text(json.dumps(list(rows), indent=1, default=str) + "\n")
@@ -534,7 +528,7 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
     """Rows back from `write_rows` output (CSV numbers become int/float, empty cells None)."""
     p = pathlib.Path(path)
     if not p.is_file():
-        raise InputError("rows", str(path), "an existing .csv or .json file", where="sweep")
+        raise InputError("rows", str(path), "an existing .csv or .json file")
     if p.suffix.lower() == ".json":
         return json.loads(p.read_text())
     with p.open(newline="") as fh:

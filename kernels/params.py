@@ -37,8 +37,6 @@ from dataclasses import dataclass
 
 from isa.errors import InputError
 
-WHERE = "GemmParams"
-
 SMEM_PER_CTA_MAX_BYTES = 227 * 1024  # sm90 opt-in dynamic + static shared memory per CTA
 SMEM_PER_SM_BYTES = 228 * 1024  # unified L1/shared carve-out maximum per SM
 SMEM_RESERVED_PER_CTA_BYTES = 1024  # the driver reserves 1 KB of each CTA's shared memory
@@ -55,7 +53,7 @@ ELEM_BYTES = 2
 
 def _need(ok: bool, field: str, value: object, allowed: str) -> None:
     if not ok:
-        raise InputError(field, value, allowed, where=WHERE)
+        raise InputError(field, value, allowed)
 
 
 #: Fields added after H100 records existed -> their default (left out of to_dict() at the default).
@@ -130,7 +128,7 @@ class GemmParams:
         _need(self.tma_issuer in ("lane", "elect"), "tma_issuer", self.tma_issuer, "one of lane, elect")
         _need(self.group_m in (1, 2, 4, 8, 16), "group_m", self.group_m, "one of 1, 2, 4, 8, 16")
         _need(1 <= self.stages <= 8, "stages", self.stages, "1..8")
-        _need(self.acc_regs <= MAX_ACC_REGS, "bn", self.bn,
+        _need(self.acc_regs <= MAX_ACC_REGS, "tile", f"{self.bm}x{self.bn}x{self.bk}",
               f"a tile whose accumulators fit {MAX_ACC_REGS} registers/thread; this one needs "
               f"{self.acc_regs} ({self.m64_per_consumer} x m64n{self.bn} {self.accum}); "
               f"{self._acc_remedies()}")
@@ -140,7 +138,7 @@ class GemmParams:
             raise InputError("stages", self.stages,
                              f"<= {fit} for this tile: {self.stages} stages need {need} B of shared "
                              f"memory per CTA, more than the {SMEM_PER_CTA_MAX_BYTES} B (227 KB) "
-                             "an sm90 CTA can have", where=WHERE)
+                             "an sm90 CTA can have")
 
     def _acc_remedies(self) -> str:
         """The changes that would make the accumulators fit (only those that do)."""
@@ -284,7 +282,7 @@ class GemmParams:
         names = {f.name for f in dataclasses.fields(cls)}
         extra = sorted(set(d) - names)
         if extra:
-            raise InputError("params", extra, f"known fields: {', '.join(sorted(names))}", where=WHERE)
+            raise InputError("params", extra, f"known fields: {', '.join(sorted(names))}")
         return cls(**d)
 
     def replace(self, **changes) -> "GemmParams":

@@ -35,6 +35,14 @@ import statistics
 import sys
 import time
 
+import numpy as np
+
+from validation import micro_tma_width
+from validation.harness import _as_param, encode_tensor_map
+from validation.micro_runner import compile_cached, module, rand_f16_bits
+from validation.micro_wgmma import wgmma_kernel_name
+from validation.provenance import device_provenance, write_record
+
 COLS = 4096
 STREAM_BOX = (64, 128)        # box {64 f16, 128 rows} = 16 KB
 STREAM_BOXES_PER_ROUND = 3
@@ -50,25 +58,20 @@ def stream_boxes_per_cta(where: str) -> int:
 
 def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
     import cupy as cp
-    import numpy as np
 
-    from validation import microbench as mb
-    from validation import micro_tma_width as tw
-    from validation.harness import _as_param, encode_tensor_map
-    from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     for stem in ("micro_wgmma", "micro_mem"):
-        print(mb._compile(stem), flush=True)
+        print(compile_cached(stem), flush=True)
     nsm = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-    burner = mb.module("micro_wgmma").get_function(mb.wgmma_kernel_name(256, 0, False, 1))
+    burner = module("micro_wgmma").get_function(wgmma_kernel_name(256, 0, False, 1))
     b_smem = 1024 + 8192 + 256 * 128
     burner.max_dynamic_shared_size_bytes = b_smem
-    b_src = mb.rand_f16_bits((8192 + 256 * 128) // 2, seed=11)
+    b_src = rand_f16_bits((8192 + 256 * 128) // 2, seed=11)
     b_out = cp.empty(nsm * 256 * 128, dtype=cp.uint32)
     b_iters = 20000  # ~4096 cycles a round per warpgroup: ~45 ms at 1.8 GHz
-    chase = mb.module("micro_mem").get_function("gchase")
-    stream_fn = tw._compile(out)
+    chase = module("micro_mem").get_function("gchase")
+    stream_fn = micro_tma_width._compile(out)
     flag = cp.zeros(1, dtype=cp.int32)
 
     def with_burner(loaded: bool, launch, warm=None):

@@ -25,8 +25,13 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
-import subprocess
 import sys
+
+import numpy as np
+
+from validation.harness import _as_param, encode_tensor_map
+from validation.micro_runner import NVCC_BARE, nvcc_cubin
+from validation.provenance import device_provenance, write_record
 
 HERE = pathlib.Path(__file__).resolve().parent
 SRC = HERE / "cuda" / "micro_tma_issue.cu"
@@ -35,15 +40,11 @@ KS = (1, 2, 4, 8, 16, 32)
 
 def run(out: pathlib.Path, iters: int = 64, reps: int = 3) -> pathlib.Path:
     import cupy as cp
-    import numpy as np
 
-    from validation.harness import _as_param, encode_tensor_map
-    from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     cubin = out / "micro_tma_issue.cubin"
-    subprocess.run(["nvcc", "-std=c++17", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-o", str(cubin),
-                    str(SRC)], check=True)
+    nvcc_cubin(SRC, cubin, NVCC_BARE)
     mod = cp.RawModule(path=str(cubin))
     rows = 8192
     buf = cp.random.randint(0, 2 ** 15, size=rows * 64, dtype=cp.int32).astype(cp.uint16)

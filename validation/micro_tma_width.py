@@ -25,8 +25,13 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
-import subprocess
 import sys
+
+import numpy as np
+
+from validation.harness import _as_param, encode_tensor_map
+from validation.micro_runner import NVCC_O3, nvcc_cubin
+from validation.provenance import device_provenance, write_record
 
 HERE = pathlib.Path(__file__).resolve().parent
 SRC = HERE / "cuda" / "micro_tma_width.cu"
@@ -38,8 +43,7 @@ def _compile(out: pathlib.Path):
     import cupy as cp
 
     cubin = out / "micro_tma_width.cubin"
-    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-O3",
-                    "-o", str(cubin), str(SRC)], check=True)
+    nvcc_cubin(SRC, cubin, NVCC_O3)
     fn = cp.RawModule(path=str(cubin)).get_function("tma_width_stream")
     fn.max_dynamic_shared_size_bytes = 200 * 1024
     return fn
@@ -47,10 +51,7 @@ def _compile(out: pathlib.Path):
 
 def run(out: pathlib.Path) -> pathlib.Path:
     import cupy as cp
-    import numpy as np
 
-    from validation.harness import _as_param, encode_tensor_map
-    from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     fn = _compile(out)
@@ -122,10 +123,7 @@ def _share_configs(nsm: int) -> list[tuple[int, int, int, int]]:
 def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pathlib.Path:
     """The `share` suite: L2 -> SM TMA rate when g SMs read the same boxes (see module doc)."""
     import cupy as cp
-    import numpy as np
 
-    from validation.harness import _as_param, encode_tensor_map
-    from validation.provenance import device_provenance, write_record
 
     out.mkdir(parents=True, exist_ok=True)
     fn = _compile(out)

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
-import subprocess
 import sys
+
+from validation.micro_runner import NVCC_O3, nvcc_cubin
+from validation.provenance import device_provenance, write_record
 
 HERE = pathlib.Path(__file__).resolve().parent
 SRC = HERE / "cuda" / "micro_wgmma_swizzle.cu"
@@ -28,12 +30,10 @@ KERNELS = [(n, sp, "tn") for n in (64, 128, 256) for sp in (32, 64, 128)] + \
 def run(out: pathlib.Path, iters: int = 400, warm: int = 40) -> pathlib.Path:
     import cupy as cp
 
-    from validation.provenance import device_provenance, write_record
 
     cubin = out / "micro_wgmma_swizzle.cubin"
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-O3",
-                    "-o", str(cubin), str(SRC)], check=True)
+    nvcc_cubin(SRC, cubin, NVCC_O3)
     mod = cp.RawModule(path=str(cubin))
     results, raw = {}, {}
     for n, sp, lay in KERNELS:

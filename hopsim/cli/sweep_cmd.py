@@ -19,7 +19,11 @@ import pathlib
 import sys
 
 from hopsim import sweep
+from hopsim.gemm_sim import ROW_COLUMNS, ROW_PREFIXES
 from isa.errors import InputError
+from kernels.params import GemmParams
+from validation.provenance import RECORDS_DIR
+from hopsim.validate.run_compare import hardware_points
 
 DEFAULT_FN = "hopsim.gemm_sim:simulate_point"
 
@@ -84,10 +88,6 @@ def _grid(args) -> sweep.Grid:
 
 def _check_points(points: list[dict]) -> tuple[list[int], dict[int, str], InputError | None]:
     """Indices of valid points, errors of the invalid ones (GemmParams rules), the first error."""
-    try:
-        from kernels.params import GemmParams  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return list(range(len(points))), {}, None
     names = set(GemmParams.__dataclass_fields__)
     ok, bad, first = [], {}, None
     for i, p in enumerate(points):
@@ -100,33 +100,85 @@ def _check_points(points: list[dict]) -> tuple[list[int], dict[int, str], InputE
     return ok, bad, first
 
 
-def _records(dir_arg: str) -> list[dict]:
-    from validation.provenance import RECORDS_DIR, load_records  # noqa: PLC0415
+#: How a sweep row is compared with an H100 record, stated in every comparison's header.
+CLOCK_BASIS = ("clock basis: a point with an H100 record is simulated at the SM clock its run "
+               "measured (column sm_clock_mhz; clock64 over %globaltimer, else nvidia-smi), as "
+               "`hopsim validate compare` does; points without a record at the model clock "
+               "(1980 MHz)")
+#: Columns where smaller is better (speed-up = first / value) and where larger is (value / first).
+LOWER_IS_BETTER = ("time_ms", "cycles", "sim_wall_s")
+HIGHER_IS_BETTER = ("tflops",)
 
+
+def _records(dir_arg: str) -> list:
+    """The H100 GEMM points of a records directory, merged as `validate compare` merges them
+    (hopsim/validate/run_compare.py `hardware_points`: median time and clock per configuration)."""
     d = pathlib.Path(dir_arg) if dir_arg else RECORDS_DIR
     if not d.is_dir():
-        raise InputError("compare-records", str(d), "a directory of H100 records (*.json)",
-                         where="sweep")
-    return [r for r in load_records("gemm", d) if r.get("status", "ok") == "ok" and r.get("time_ms")]
+        raise InputError("compare-records", str(d), "a directory of H100 records (*.json)")
+    return hardware_points(d)
 
 
-def _match(rows: list[dict], records: list[dict], y: str) -> list[dict]:
-    """For each row, the record with the same parameters: adds hw_<y> and hw_error_pct to the row;
-    returns the matched hardware rows (parameters + y) for the plot."""
+def _config_key(params: dict) -> str | None:
+    """A configuration's identity: its GemmParams with every default filled in."""
+    try:
+        return json.dumps(GemmParams.from_dict(
+            {k: v for k, v in params.items() if k in GemmParams.__dataclass_fields__}).to_dict(),
+            sort_keys=True)
+    except InputError:
+        return None
+
+
+def _at_record_clocks(points: list[dict], hw: list) -> dict[int, object]:
+    """Match points with hardware points (same configuration, gpu h100_sxm); a matched point gets
+    `sm_clock_mhz` = the clock its record measured (the basis of `validate compare`).
+    Returns {point index: HwPoint}."""
     index = {}
-    for rec in records:
-        index.setdefault(json.dumps(rec["params"], sort_keys=True), rec)
-    keys = list(records[0]["params"]) if records else []
+    for hp in hw:
+        key = _config_key(hp.params)
+        if key is not None:
+            index.setdefault(key, hp)
+    matched = {}
+    for i, pt in enumerate(points):
+        hp = index.get(_config_key(pt)) if (pt.get("gpu") or "h100_sxm") == "h100_sxm" else None
+        if hp is not None:
+            matched[i] = hp
+            if hp.sim_clock_mhz:
+                pt["sm_clock_mhz"] = hp.sim_clock_mhz
+    return matched
+
+
+def _hw_value(hp, y: str, row: dict) -> float | None:
+    """The measured counterpart of column `y`: time (CUDA events, median), cycles (clock64 span)
+    or TFLOP/s (2MNK over the measured time); None for other columns."""
+    if y == "time_ms":
+        return hp.measured_ms
+    if y == "cycles":
+        return hp.measured_cycles
+    if y == "tflops" and hp.measured_ms:
+        return 2.0 * row["m"] * row["n"] * row["k"] / (hp.measured_ms * 1e-3) / 1e12
+    return None
+
+
+def _match(rows: list[dict], matched: dict, y: str) -> list[dict]:
+    """Adds hw_<y>, hw_error_pct (signed, % of the measurement), hw_tag and, when the record has
+    a clock64 profile, hw_cycles and hw_cycles_error_pct to each matched row; returns the
+    hardware rows (parameters + y) for the plot."""
     hw_rows = []
-    for row in rows:
-        rec = index.get(json.dumps({k: row.get(k) for k in keys}, sort_keys=True))
-        if rec is None or rec.get(y) is None:
+    for i, hp in matched.items():
+        row = rows[i]
+        hv = _hw_value(hp, y, row)
+        if row.get("error") or hv is None:
             continue
-        row[f"hw_{y}"] = rec[y]
-        if isinstance(row.get(y), (int, float)) and rec[y]:
-            row["hw_error_pct"] = 100.0 * (row[y] - rec[y]) / rec[y]
-        hw_rows.append({**{k: row[k] for k in rec["params"]}, "gpu": row.get("gpu"), y: rec[y],
-                        "tag": rec.get("tag")})
+        row[f"hw_{y}"] = hv
+        if isinstance(row.get(y), (int, float)) and hv:
+            row["hw_error_pct"] = 100.0 * (row[y] - hv) / hv
+        row["hw_tag"] = hp.label
+        if y != "cycles" and hp.measured_cycles and isinstance(row.get("cycles"), (int, float)):
+            # validate compare's primary basis too: clock64 cycles against simulated cycles
+            row["hw_cycles"] = hp.measured_cycles
+            row["hw_cycles_error_pct"] = 100.0 * (row["cycles"] - hp.measured_cycles) / hp.measured_cycles
+        hw_rows.append({**{k: v for k, v in row.items() if not k.startswith("hw_")}, y: hv})
     return hw_rows
 
 
@@ -138,8 +190,8 @@ def _nearest_hint(rows: list[dict], records: list[dict], y: str) -> str:
         return ""
     diffs: dict = {}
     for row in missing:
-        best = min(records, key=lambda rec: sum(row.get(k) != v for k, v in rec["params"].items()))
-        for k, v in best["params"].items():
+        best = min(records, key=lambda hp: sum(row.get(k) != v for k, v in hp.params.items()))
+        for k, v in best.params.items():
             if row.get(k) != v:
                 diffs.setdefault(k, set()).add(str(v))
     if not diffs:
@@ -165,41 +217,76 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None) -> None:
-    """Swept knobs, y, speed-up against the first point, TFLOP/s, hardware columns, errors."""
+def _ratio(first, t, y: str) -> float | None:
+    """The speed-up of a row over the first one for column `y` (see LOWER/HIGHER_IS_BETTER),
+    else the plain ratio value / first."""
+    if not (isinstance(t, (int, float)) and t and first):
+        return None
+    return first / t if y in LOWER_IS_BETTER else t / first
+
+
+def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None, header: str = "") -> None:
+    """Swept knobs, y, its speed-up against the first point (or ratio, for a column that is not a
+    time or a rate), TFLOP/s, hardware columns, errors; `header` lines first."""
     out = out or sys.stdout
     knobs = grid.swept or []
     cols = ["tile" if k == "tile" else k for k in knobs]
     first = next((r.get(y) for r in rows if isinstance(r.get(y), (int, float))), None)
-    extra = [c for c in ("tflops", "ctas_per_sm_result", "waves", "cycles", f"hw_{y}",
-                         "hw_error_pct") if any(c in r for r in rows)]
+    extra = [c for c in ("tflops", "ctas_per_sm_result", "waves", "cycles", "sm_clock_mhz",
+                         f"hw_{y}", "hw_error_pct", "hw_cycles", "hw_cycles_error_pct")
+             if c != y and any(c in r for r in rows)]
     has_err = any(r.get("error") for r in rows)
-    header = cols + [y, "speedup"] + extra + (["error"] if has_err else [])
+    ratio_name = "speedup" if y in LOWER_IS_BETTER + HIGHER_IS_BETTER else f"{y}/first"
+    head = cols + [y, ratio_name] + extra + (["error"] if has_err else [])
     table = []
     for r in rows:
         vals = [f"{r['bm']}x{r['bn']}x{r['bk']}" if c == "tile" else _fmt(r.get(c)) for c in cols]
         t = r.get(y)
-        sp = first / t if isinstance(t, (int, float)) and t and first else None
+        sp = _ratio(first, t, y)
         vals += [_fmt(t), f"{sp:.3f}" if sp else "-"] + [_fmt(r.get(c)) for c in extra]
         if has_err:
             vals.append((r.get("error") or "")[:90])
         table.append(vals)
     widths = [max(len(h), *(len(v[i]) for v in table)) if table else len(h)
-              for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), file=out)
+              for i, h in enumerate(head)]
+    for line in header.splitlines():
+        print(line, file=out)
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), file=out)
     for v in table:
         print("  ".join(c.ljust(w) for c, w in zip(v, widths)).rstrip(), file=out)
+
+
+def _check_y_before(y: str, fn_spec: str) -> None:
+    """--y must name a column: for the default function the columns are known before running
+    (knobs and `gemm_sim.ROW_COLUMNS`, plus busy_* and wait_* columns)."""
+    if fn_spec != DEFAULT_FN:
+        return
+    if y in ROW_COLUMNS or any(y.startswith(p) for p in ROW_PREFIXES) or _is_knob(y):
+        return
+    raise InputError("y", y, "a result column: " + ", ".join(ROW_COLUMNS)
+                     + ", busy_<unit>, wait_<role>_<reason>")
+
+
+def _check_y_after(y: str, rows: list[dict]) -> None:
+    """After a run with another --fn: some row must have a number in column y."""
+    if any(isinstance(r.get(y), (int, float)) for r in rows if not r.get("error")):
+        return
+    cols = sorted({k for r in rows if not r.get("error") for k, v in r.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    if cols:
+        raise InputError("y", y, "a numeric column of the rows: " + ", ".join(cols))
 
 
 def run(args) -> int:
     kind, _ = sweep.parse_executor(args.executor)
     if args.jobs is not None and args.jobs < 1:
-        raise InputError("jobs", args.jobs, "a positive number of workers", where="sweep")
+        raise InputError("jobs", args.jobs, "a positive number of workers")
     if args.plot and not args.plot.lower().endswith(".png"):
-        raise InputError("plot", args.plot, "a file name ending in .png", where="sweep")
+        raise InputError("plot", args.plot, "a file name ending in .png")
     if args.out:
         if pathlib.Path(args.out).suffix.lower() not in (".csv", ".json"):
-            raise InputError("out", args.out, "a file name ending in .csv or .json", where="sweep")
+            raise InputError("out", args.out, "a file name ending in .csv or .json")
+    _check_y_before(args.y, args.fn)
     grid = _grid(args)
     plot_knob = None
     if args.plot:
@@ -207,7 +294,7 @@ def run(args) -> int:
             grid.swept[0] if grid.swept else None)
         if plot_knob is None:
             raise InputError("plot", args.plot, "a sweep with at least one knob taking several "
-                             "values (e.g. --stages 1-6), or --plot-knob", where="sweep")
+                             "values (e.g. --stages 1-6), or --plot-knob")
     points = grid.points()
     ok_idx, bad, first_err = _check_points(points)
     if args.list:
@@ -219,6 +306,7 @@ def run(args) -> int:
     if not ok_idx:
         raise first_err  # every point is invalid: one line, exit 2
     records = _records(args.compare_records) if args.compare_records is not None else None
+    matched = _at_record_clocks(points, records) if records is not None else {}
     fn = sweep.load_function(args.fn)
     if bad:
         print(f"hopsim sweep: {len(bad)} of {len(points)} points are invalid and skipped "
@@ -230,22 +318,26 @@ def run(args) -> int:
         rows[i] = r
     for i, msg in bad.items():
         rows[i] = {**points[i], "error": msg}
-    hw_rows = _match(rows, records, args.y) if records is not None else []
+    _check_y_after(args.y, rows)
+    hw_rows = _match(rows, matched, args.y) if records is not None else []
     if records is not None:
         print(f"hopsim sweep: {len(hw_rows)} of {len(rows)} points have an H100 record"
               + _nearest_hint(rows, records, args.y), file=sys.stderr)
+        for r in rows:
+            r["clock_basis"] = "record" if "sm_clock_mhz" in r else "model"
     if args.out:
         sweep.write_rows(rows, args.out)
     if args.plot:
         from hopsim.plots import plot_sweep  # noqa: PLC0415
 
         plot_sweep(rows, plot_knob, args.plot, y=args.y, compare=hw_rows or None,
-                   title=f"{args.y} against {plot_knob}" + (" (sim solid, H100 dashed)"
-                                                             if hw_rows else ""))
+                   title=f"{args.y} against {plot_knob}" + (
+                       " (sim solid, H100 dashed)\nsim at each record's measured SM clock "
+                       "(as validate compare)" if hw_rows else ""))
     if args.json:
         print(json.dumps(rows, indent=1, default=str))
     else:
-        print_table(rows, grid, args.y)
+        print_table(rows, grid, args.y, header=CLOCK_BASIS if records is not None else "")
         n_err = sum(1 for r in rows if r.get("error"))
         tail = [f"{len(rows)} points", f"{n_err} failed" if n_err else "all ran",
                 f"executor {kind}"]

@@ -120,6 +120,12 @@ def _num(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+#: What `validate compare` compares, stated in its text and JSON headers (as `sweep --compare-records`).
+VALIDATE_CLOCK_BASIS = ("each configuration is simulated at the SM clock its H100 run measured "
+                        "(clock64 over %globaltimer, else nvidia-smi); cycles: H100 clock64 span "
+                        "vs simulated cycles; time: CUDA-event ms vs simulated cycles at that clock")
+
+
 def run_compare(args) -> int:
     if args.only is not None and args.only < 1:
         raise InputError("only", args.only, "a positive number of configurations")
@@ -135,10 +141,12 @@ def run_compare(args) -> int:
                "shapes": {k: out.gemm.shape_counts(k) for k in out.gemm.shapes},
                "micro_within": [sum(r.ok for r in out.micro), len(out.micro)],
                "bank_exact": [out.bank.exact, out.bank.total] if out.bank else None,
-               "failed": len(out.failed), "report": str(out.report_path)}
+               "failed": len(out.failed), "report": str(out.report_path),
+               "clock_basis": VALIDATE_CLOCK_BASIS}
     if args.json:
         print(json.dumps(summary))
         return 0
+    print(f"clock basis: {VALIDATE_CLOCK_BASIS}")
     print(f"GEMM cycles: {g.n} configurations, MAPE {g.mape_pct:.1f}%, worst {g.worst_error_pct:+.1f}% "
           f"({g.worst_label}), Spearman {g.spearman:.3f}")
     print(f"GEMM time (simulated cycles at each run's measured SM clock): "

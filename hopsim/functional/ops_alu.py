@@ -12,7 +12,6 @@ import numpy as np
 from isa.ir import instructions as I
 from isa.ir.operands import Imm, Reg
 
-from hopsim.functional.effect import Kind
 from hopsim.functional.errors import DivergentBranch, IllegalInstruction
 from hopsim.functional.program import (
     semantics, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,

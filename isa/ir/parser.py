@@ -20,26 +20,19 @@ Every error is an `IRSyntaxError` with `.line`, `.col` (1-based) and a message s
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import struct
 from dataclasses import dataclass
 
 from isa.ir import instructions as I
-from isa.ir.operands import (
-    SPECIAL_REGISTERS, Guard, Imm, IRError, Label, Mem, Reg, RegVec, SReg, Sym,
-)
-from isa.ir.program import Kernel, LabelDef, Param, RegDecl, SharedDecl
+from isa.ir.ops.base import INSTRUCTION_CLASSES, SYNTAX
+from isa.ir.operands import SPECIAL_REGISTERS, Guard, Imm, IRError, Mem, Reg, RegVec, SReg, Sym
+from isa.ir.program import PARAM_TYPES, Kernel, LabelDef, Param, RegDecl, SharedDecl
+from isa.ir.syntax import SINK, IRSyntaxError, Pair, ParseCtx, POp, Sink, TensorRef
 
 __all__ = ["parse", "IRSyntaxError", "OPCODES"]
-
-
-class IRSyntaxError(IRError):
-    """A syntax error, unknown instruction or illegal operand in IR text, with its position."""
-
-    def __init__(self, line: int, col: int, msg: str, filename: str = "<string>"):
-        self.line, self.col, self.msg, self.filename = line, col, msg, filename
-        super().__init__(f"{filename}:{line}:{col}: {msg}")
 
 
 # ---------------------------------------------------------------------------------------- lexer
@@ -89,45 +82,6 @@ def _lex(text: str, filename: str) -> list[Tok]:
             toks.append(Tok(kind, s, line, col))
     toks.append(Tok("eof", "", line, pos - line_start + 1))
     return toks
-
-
-# ---------------------------------------------------------------------------------------- operands
-@dataclass(frozen=True)
-class TensorRef:
-    """`[tmap, {c0, c1}]` while parsing."""
-    tmap: Sym | Reg
-    coords: tuple
-
-
-@dataclass(frozen=True)
-class Pair:
-    """`lane|pred` of elect.sync while parsing (lane None for `_`)."""
-    lane: Reg | None
-    pred: Reg
-
-
-class Sink:
-    """`_` while parsing."""
-
-
-SINK = Sink()
-
-
-@dataclass(frozen=True)
-class POp:
-    """A parsed operand and where it starts."""
-    v: object
-    line: int
-    col: int
-
-
-_KIND_NAMES = {Reg: "a register", Imm: "an immediate", SReg: "a special register", Sym: "a symbol",
-               Mem: "a memory operand [..]", RegVec: "a register vector {..}", TensorRef: "[tmap, {coords}]",
-               Pair: "lane|pred", Sink: "'_'", Label: "a label"}
-
-
-def _kind(v) -> str:
-    return _KIND_NAMES.get(type(v), type(v).__name__)
 
 
 class _Parser:
@@ -236,7 +190,6 @@ class _Parser:
         return ty
 
     def param_decl(self) -> list[Param]:
-        from isa.ir.program import PARAM_TYPES
         self.next()
         ty = self.type_tok(PARAM_TYPES, ".param")
         out = [Param(self.expect_kind("word", "a parameter name").text, ty)]
@@ -317,7 +270,7 @@ class _Parser:
         self.expect(";")
         builder, mods = _dispatch(head, self)
         try:
-            instr = builder(_Ctx(self, head, mods, ops))
+            instr = builder(ParseCtx(self, head, mods, ops))
         except IRSyntaxError:
             raise
         except IRError as e:
@@ -453,434 +406,15 @@ def _expand(a, b, tok: Tok, p: _Parser) -> list[Reg]:
 
 
 def _with_guard(instr: I.Instruction, guard: Guard) -> I.Instruction:
-    import dataclasses
     return dataclasses.replace(instr, guard=guard)
 
 
-# ---------------------------------------------------------------------------------------- context
-class _Ctx:
-    """What an opcode builder sees: the modifiers after its prefix and the operands."""
-
-    def __init__(self, p: _Parser, head: Tok, mods: list[str], ops: list[POp]):
-        self.p, self.head, self.mods, self.ops = p, head, list(mods), ops
-        self.name = head.text
-
-    def err(self, msg: str, op: POp | None = None) -> IRSyntaxError:
-        if op is not None:
-            return self.p.err(op.line, op.col, msg)
-        return self.p.err(self.head, msg)
-
-    # modifiers
-    def take(self, *options: str) -> str | None:
-        """Remove and return the first modifier among options (or None)."""
-        for m in self.mods:
-            if m in options:
-                self.mods.remove(m)
-                return m
-        return None
-
-    def need(self, options, what: str) -> str:
-        m = self.take(*options)
-        if m is None:
-            raise self.err(f"{self.name}: missing {what}; expected one of "
-                           + ", ".join("." + o for o in options))
-        return m
-
-    def type(self, options, what: str = "type") -> str:
-        return self.need(options, what)
-
-    def done(self) -> None:
-        if self.mods:
-            raise self.err(f"unexpected modifier '.{self.mods[0]}' in '{self.name}'")
-
-    # operands
-    def count(self, *allowed: int) -> None:
-        if len(self.ops) not in allowed:
-            want = " or ".join(str(a) for a in allowed)
-            raise self.err(f"{self.name.split('.')[0]}: expected {want} operands, got {len(self.ops)}")
-
-    def get(self, i: int, kinds: tuple, what: str):
-        op = self.ops[i]
-        if not isinstance(op.v, kinds):
-            raise self.err(f"operand {i + 1} of {self.name.split('.')[0]}: expected {what}, got {_kind(op.v)}", op)
-        return op.v
-
-    def reg(self, i: int, what: str = "a register"):
-        return self.get(i, (Reg,), what)
-
-    def val(self, i: int, what: str = "a register or an immediate"):
-        return self.get(i, (Reg, Imm), what)
-
-    def mem(self, i: int, what: str = "a memory operand [addr]"):
-        return self.get(i, (Mem,), what)
-
-    def vec(self, i: int, what: str = "a register vector {..}"):
-        return self.get(i, (RegVec,), what)
-
-    def reg_or_vec(self, i: int, what: str = "a register or a register vector {..}"):
-        return self.get(i, (Reg, RegVec), what)
-
-    def opt_reg(self, i: int, what: str = "a register or '_'"):
-        v = self.get(i, (Reg, Sink), what)
-        return None if isinstance(v, Sink) else v
-
-    def int_imm(self, i: int, what: str = "an integer constant") -> int:
-        v = self.get(i, (Imm,), what)
-        if not isinstance(v.value, int):
-            raise self.err(f"operand {i + 1} of {self.name.split('.')[0]}: expected {what}", self.ops[i])
-        return v.value
-
-
 # ---------------------------------------------------------------------------------------- opcodes
-_INT_FLOAT = I.INT + I.FLOAT + I.HALF
-
-
-def _binary(cls, types):
-    def build(c: _Ctx):
-        ty = c.type(types)
-        c.done()
-        c.count(3)
-        return cls(ty, c.reg(0), c.val(1), c.val(2))
-    return build
-
-
-def _arith(cls):
-    def build(c: _Ctx):
-        rnd = c.take(*I.FLOAT_RND)
-        ty = c.type(_INT_FLOAT)
-        c.done()
-        c.count(3)
-        return cls(ty, c.reg(0), c.val(1), c.val(2), rnd=rnd)
-    return build
-
-
-def _mov(c: _Ctx):
-    ty = c.type(("pred",) + I.BITS + I.INT + I.FLOAT)
-    c.done()
-    c.count(2)
-    return I.Mov(ty, c.reg(0), c.get(1, (Reg, Imm, SReg, Sym), "a register, immediate, special register or symbol"))
-
-
-def _mul(c: _Ctx):
-    mode = c.take(*I.MUL_MODES)
-    rnd = c.take(*I.FLOAT_RND)
-    ty = c.type(_INT_FLOAT)
-    c.done()
-    c.count(3)
-    return I.Mul(ty, c.reg(0), c.val(1), c.val(2), mode=mode, rnd=rnd)
-
-
-def _mad(c: _Ctx):
-    mode = c.take(*I.MUL_MODES)
-    rnd = c.take(*I.FLOAT_RND)
-    ty = c.type(I.INT + I.FLOAT)
-    c.done()
-    c.count(4)
-    return I.Mad(ty, c.reg(0), c.val(1), c.val(2), c.val(3), mode=mode, rnd=rnd)
-
-
-def _not(c: _Ctx):
-    ty = c.type(("pred",) + I.BITS)
-    c.done()
-    c.count(2)
-    return I.Not(ty, c.reg(0), c.val(1))
-
-
-def _setp(c: _Ctx):
-    cmp = c.need(I.CMP_FLOAT + ("lo", "ls", "hi", "hs"), "comparison")
-    ty = c.type(I.INT + I.BITS + I.FLOAT + ("f16", "bf16"))
-    c.done()
-    c.count(3)
-    return I.Setp(cmp, ty, c.reg(0, "a predicate register"), c.val(1), c.val(2))
-
-
-def _selp(c: _Ctx):
-    ty = c.type(I.BITS + I.INT + I.FLOAT)
-    c.done()
-    c.count(4)
-    return I.Selp(ty, c.reg(0), c.val(1), c.val(2), c.reg(3, "a predicate register"))
-
-
-def _cvt(c: _Ctx):
-    rnd = c.take(*(I.FLOAT_RND + I.INT_RND))
-    sat = c.take("sat") is not None
-    types = [m for m in c.mods]
-    if len(types) != 2:
-        raise c.err(f"cvt: expected .dtype.stype, got {'.'.join(types) or 'nothing'}")
-    c.mods = []
-    c.count(2, 3)
-    src2 = c.reg(2) if len(c.ops) == 3 else None
-    return I.Cvt(types[0], types[1], c.reg(0), c.reg(1), rnd=rnd, sat=sat, src2=src2)
-
-
-def _elect(c: _Ctx):
-    c.done()
-    c.count(2)
-    pair = c.get(0, (Pair,), "lane|pred (e.g. _|%p0)")
-    return I.ElectSync(pair.pred, c.val(1), pair.lane)
-
-
-def _bar(c: _Ctx):
-    c.take("aligned")
-    c.done()
-    c.count(1, 2)
-    return I.BarSync(c.val(0), c.val(1) if len(c.ops) == 2 else None)
-
-
-def _bra(c: _Ctx):
-    uni = c.take("uni") is not None
-    c.done()
-    c.count(1)
-    s = c.get(0, (Sym,), "a label")
-    return I.Bra(Label(s.name), uni)
-
-
-def _exit(c: _Ctx):
-    c.done()
-    c.count(0)
-    return I.Exit()
-
-
-def _setmaxnreg(c: _Ctx):
-    action = c.need(("inc", "dec"), "action")
-    for m in ("sync", "aligned", "u32"):
-        c.need((m,), f".{m}")
-    c.done()
-    c.count(1)
-    return I.Setmaxnreg(action, c.int_imm(0))
-
-
-_SPACES = {"global": "global", "shared": "shared", "shared::cta": "shared", "param": "param"}
-_LD = {"global": I.LdGlobal, "shared": I.LdShared, "param": I.LdParam}
-_ST = {"global": I.StGlobal, "shared": I.StShared}
-
-
-def _ld(c: _Ctx):
-    space = c.need(("global", "shared", "shared::cta", "param"), "state space")
-    cls = _LD[_SPACES[space]]
-    v = c.take("v2", "v4")
-    ty = c.type(I.MEM_TYPES)
-    c.done()
-    c.count(2)
-    dst = c.reg_or_vec(0)
-    return cls(ty, dst, c.mem(1), int(v[1]) if v else 1)
-
-
-def _st(c: _Ctx):
-    space = c.need(("global", "shared", "shared::cta"), "state space")
-    cls = _ST[_SPACES[space]]
-    v = c.take("v2", "v4")
-    ty = c.type(I.MEM_TYPES)
-    c.done()
-    c.count(2)
-    return cls(ty, c.mem(0), c.reg_or_vec(1), int(v[1]) if v else 1)
-
-
-def _matrix(cls, load: bool):
-    def build(c: _Ctx):
-        c.need(("sync",), ".sync")
-        c.need(("aligned",), ".aligned")
-        shape = c.need(("m8n8", "m16n16", "m8n16"), "shape")
-        num = c.need(("x1", "x2", "x4"), "count .x1/.x2/.x4")
-        trans = c.take("trans") is not None
-        c.take("shared", "shared::cta")
-        ty = c.need(("b16", "b8"), "type")
-        c.done()
-        c.count(2)
-        regs = c.reg_or_vec(0 if load else 1)
-        if isinstance(regs, Reg):
-            regs = RegVec((regs,))
-        addr = c.mem(1 if load else 0)
-        return cls(int(num[1]), regs, addr, trans, shape, ty)
-    return build
-
-
-def _fence_proxy(c: _Ctx):
-    space = c.take("shared::cta", "shared::cluster", "global")
-    if space is None and c.take("shared") is not None:
-        space = "shared::cta"
-    c.done()
-    c.count(0)
-    return I.FenceProxyAsync(space)
-
-
-def _fence_mbar_init(c: _Ctx):
-    c.need(("release",), ".release")
-    c.need(("cluster",), ".cluster")
-    c.done()
-    c.count(0)
-    return I.FenceMbarrierInit()
-
-
-def _mbar_mods(c: _Ctx, sems=("release", "relaxed", "acquire")) -> None:
-    c.take(*sems)
-    c.take("cta", "cluster")
-    space = c.take("shared", "shared::cta", "shared::cluster")
-    if space in (None, "shared::cluster"):
-        raise c.err(f"{c.name}: hopsim models mbarrier objects in .shared::cta; write .shared::cta.b64 "
-                    "(PTX ISA, mbarrier: a .b64 object in .shared::cta)")
-    if c.take("b64") is None:
-        raise c.err(f"{c.name}: the mbarrier object type must be .b64 (PTX ISA, mbarrier: .b64 only)")
-    c.done()
-
-
-def _mbar_init(c: _Ctx):
-    _mbar_mods(c)
-    c.count(2)
-    return I.MbarrierInit(c.mem(0), c.val(1))
-
-
-def _mbar_arrive(c: _Ctx):
-    _mbar_mods(c)
-    c.count(2, 3)
-    return I.MbarrierArrive(c.mem(1), c.opt_reg(0), c.val(2) if len(c.ops) == 3 else None)
-
-
-def _mbar_arrive_tx(c: _Ctx):
-    _mbar_mods(c)
-    c.count(3)
-    return I.MbarrierArriveExpectTx(c.mem(1), c.val(2), c.opt_reg(0))
-
-
-def _mbar_tx(cls):
-    def build(c: _Ctx):
-        _mbar_mods(c)
-        c.count(2)
-        return cls(c.mem(0), c.val(1))
-    return build
-
-
-def _mbar_try(c: _Ctx):
-    _mbar_mods(c)
-    c.count(3, 4)
-    hint = c.val(3) if len(c.ops) == 4 else None
-    return I.MbarrierTryWaitParity(c.reg(0, "a predicate register"), c.mem(1), c.val(2), hint)
-
-
-def _mbar_test(c: _Ctx):
-    _mbar_mods(c)
-    c.count(3)
-    return I.MbarrierTestWaitParity(c.reg(0, "a predicate register"), c.mem(1), c.val(2))
-
-
-def _mbar_inval(c: _Ctx):
-    _mbar_mods(c)
-    c.count(1)
-    return I.MbarrierInval(c.mem(0))
-
-
-def _tensor(c: _Ctx):
-    dim_t = c.need(("1d", "2d", "3d", "4d", "5d"), "dimension .1d...5d")
-    dims = int(dim_t[0])
-    c.take("tile")
-    for bad in ("im2col", "multicast::cluster", "L2::cache_hint", "im2col_no_offs", "tile::gather4"):
-        if c.take(bad):
-            raise c.err(f"{c.name}: .{bad} is not modelled by hopsim (loads: .tile, no multicast/cache hint)")
-    if c.take("mbarrier::complete_tx::bytes"):
-        if c.take("shared::cluster", "shared::cta") is None:
-            raise c.err(f"{c.name}: a tensor load needs destination .shared::cluster (or .shared::cta)")
-        c.need(("global",), "source space .global")
-        c.done()
-        c.count(3)
-        ref = c.get(1, (TensorRef,), "[tensorMap, {coords}]")
-        return I.CpAsyncBulkTensorLoad(dims, c.mem(0), ref.tmap, ref.coords, c.mem(2, "the mbarrier [addr]"))
-    if c.take("bulk_group"):
-        c.need(("global",), "destination space .global")
-        c.need(("shared::cta",), "source space .shared::cta")
-        c.done()
-        c.count(2)
-        ref = c.get(0, (TensorRef,), "[tensorMap, {coords}]")
-        return I.CpAsyncBulkTensorStore(dims, ref.tmap, ref.coords, c.mem(1))
-    raise c.err(f"{c.name}: expected completion .mbarrier::complete_tx::bytes (load) or .bulk_group (store)")
-
-
-def _bulk_commit(c: _Ctx):
-    c.done()
-    c.count(0)
-    return I.CpAsyncBulkCommitGroup()
-
-
-def _bulk_wait(c: _Ctx):
-    read = c.take("read") is not None
-    c.done()
-    c.count(1)
-    return I.CpAsyncBulkWaitGroup(c.int_imm(0), read)
-
-
-def _sync_aligned(c: _Ctx) -> None:
-    c.need(("sync",), ".sync")
-    c.need(("aligned",), ".aligned")
-
-
-def _simple(cls):
-    def build(c: _Ctx):
-        _sync_aligned(c)
-        c.done()
-        c.count(0)
-        return cls()
-    return build
-
-
-def _wgmma_wait(c: _Ctx):
-    _sync_aligned(c)
-    c.done()
-    c.count(1)
-    return I.WgmmaWaitGroup(c.int_imm(0))
-
-
-_WG_SHAPE = re.compile(r"^m64n(\d+)k16$")
-
-
-def _wgmma(c: _Ctx):
-    _sync_aligned(c)
-    shape = next((m for m in c.mods if m.startswith("m")), None)
-    mm = _WG_SHAPE.match(shape or "")
-    if not mm:
-        raise c.err(f"wgmma.mma_async: expected shape .m64nNk16 (f16/bf16), got {shape!r} "
-                    "(PTX ISA, wgmma.mma_async shapes)")
-    c.mods.remove(shape)
-    if len(c.mods) != 3:
-        raise c.err("wgmma.mma_async: expected .dtype_d.dtype_a.dtype_b after the shape")
-    dd, da, db = c.mods
-    c.mods = []
-    a = c.reg_or_vec(1, "a 64-bit descriptor register or {4 A registers}")
-    n_imm = 3 if isinstance(a, RegVec) else 4
-    c.count(4 + n_imm)
-    imms = [c.int_imm(4 + k, "an immediate") for k in range(n_imm)]
-    if n_imm == 3:
-        scale_a, scale_b, trans_a, trans_b = imms[0], imms[1], 0, imms[2]
-    else:
-        scale_a, scale_b, trans_a, trans_b = imms
-    return I.WgmmaMmaAsync(int(mm.group(1)), dd, da, db, c.vec(0, "the accumulator vector {..}"), a,
-                           c.reg(2, "the B descriptor register"), c.val(3, "a predicate or 0/1"),
-                           scale_a, scale_b, trans_a, trans_b)
-
-
-OPCODES: dict[str, object] = {
-    "mov": _mov, "add": _arith(I.Add), "sub": _arith(I.Sub), "mul": _mul, "mad": _mad,
-    "min": _binary(I.Min, _INT_FLOAT), "max": _binary(I.Max, _INT_FLOAT),
-    "shl": _binary(I.Shl, I.BITS), "shr": _binary(I.Shr, I.BITS + I.INT),
-    "and": _binary(I.And, ("pred",) + I.BITS), "or": _binary(I.Or, ("pred",) + I.BITS),
-    "xor": _binary(I.Xor, ("pred",) + I.BITS), "not": _not,
-    "setp": _setp, "selp": _selp, "cvt": _cvt,
-    "elect.sync": _elect, "bar.sync": _bar, "barrier.sync": _bar, "bra": _bra, "exit": _exit,
-    "setmaxnreg": _setmaxnreg,
-    "ld": _ld, "st": _st,
-    "ldmatrix": _matrix(I.Ldmatrix, True), "stmatrix": _matrix(I.Stmatrix, False),
-    "fence.proxy.async": _fence_proxy, "fence.mbarrier_init": _fence_mbar_init,
-    "mbarrier.init": _mbar_init, "mbarrier.arrive": _mbar_arrive,
-    "mbarrier.arrive.expect_tx": _mbar_arrive_tx,
-    "mbarrier.expect_tx": _mbar_tx(I.MbarrierExpectTx), "mbarrier.complete_tx": _mbar_tx(I.MbarrierCompleteTx),
-    "mbarrier.try_wait.parity": _mbar_try, "mbarrier.test_wait.parity": _mbar_test,
-    "mbarrier.inval": _mbar_inval,
-    "cp.async.bulk.tensor": _tensor, "cp.async.bulk.commit_group": _bulk_commit,
-    "cp.async.bulk.wait_group": _bulk_wait,
-    "wgmma.fence": _simple(I.WgmmaFence), "wgmma.commit_group": _simple(I.WgmmaCommitGroup),
-    "wgmma.wait_group": _wgmma_wait, "wgmma.mma_async": _wgmma,
-}
-"""Opcode prefix -> builder (the longest dotted prefix of the instruction head wins)."""
-
-_SUGGEST = sorted(set(OPCODES) | {"ld.global", "ld.shared", "ld.param", "st.global", "st.shared"})
+OPCODES = SYNTAX
+"""Opcode prefix -> parse hook, built from the instruction declarations (`isa.ir.ops`): the
+longest dotted prefix of the instruction head wins."""
+
+_SUGGEST = sorted(set(SYNTAX) | set(INSTRUCTION_CLASSES))
 
 
 def _dispatch(head: Tok, p: _Parser):

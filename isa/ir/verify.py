@@ -110,64 +110,25 @@ def _of_type(type_: str, wider_ok: bool = False):
     return (f"a register fitting .{type_}", lambda t: fits(type_, t, wider_ok=wider_ok))
 
 
-_WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}
+REG_RULES = {"pred": _PRED, "u32": _U32, "addr": _ADDR, "addr64": _ADDR64, "desc": _DESC, "b32": _B32,
+             "state64": ("a 64-bit state register", _int_bits((64,))),
+             "acc_f32": ("an .f32 accumulator register (.f32/.b32)", lambda t: t in ("f32", "b32")),
+             "acc_f16x2": ("an .f16x2 accumulator register (.f16x2/.b32)", lambda t: t in ("f16x2", "b32"))}
+"""Register type rules an instruction declaration names in `typed_registers()` (besides
+("of", type, wider_ok): a register fitting .type)."""
+
+
+def _rule(r) -> tuple:
+    if isinstance(r, tuple):
+        _, type_, wider_ok = r
+        return _of_type(type_, wider_ok)
+    return REG_RULES[r]
 
 
 def _slots(x: I.Instruction) -> list[tuple[object, tuple]]:
-    """(operand, (description, predicate on the register type)) for every typed register slot."""
-    s: list[tuple[object, tuple]] = []
-    if isinstance(x, I.Mov):
-        s += [(x.dst, _of_type(x.type)), (x.src, _of_type(x.type))]
-    elif isinstance(x, (I.Shl, I.Shr)):
-        s += [(x.dst, _of_type(x.type)), (x.a, _of_type(x.type)), (x.b, _U32)]
-    elif isinstance(x, I.Mul):
-        dt = _WIDE[x.type] if x.mode == "wide" else x.type
-        s += [(x.dst, _of_type(dt)), (x.a, _of_type(x.type)), (x.b, _of_type(x.type))]
-    elif isinstance(x, I.Mad):
-        dt = _WIDE[x.type] if x.mode == "wide" else x.type
-        s += [(x.dst, _of_type(dt)), (x.a, _of_type(x.type)), (x.b, _of_type(x.type)), (x.c, _of_type(dt))]
-    elif isinstance(x, I._Binary):
-        s += [(x.dst, _of_type(x.type)), (x.a, _of_type(x.type)), (x.b, _of_type(x.type))]
-    elif isinstance(x, I.Not):
-        s += [(x.dst, _of_type(x.type)), (x.a, _of_type(x.type))]
-    elif isinstance(x, I.Setp):
-        s += [(x.dst, _PRED), (x.a, _of_type(x.type)), (x.b, _of_type(x.type))]
-    elif isinstance(x, I.Selp):
-        s += [(x.dst, _of_type(x.type)), (x.a, _of_type(x.type)), (x.b, _of_type(x.type)), (x.c, _PRED)]
-    elif isinstance(x, I.Cvt):
-        s += [(x.dst, _of_type(x.dtype, True)), (x.src, _of_type(x.stype, True))]
-        if x.src2 is not None:
-            s.append((x.src2, _of_type(x.stype)))
-    elif isinstance(x, I.ElectSync):
-        s += [(x.pred, _PRED), (x.membermask, _U32)] + ([(x.lane, _U32)] if x.lane is not None else [])
-    elif isinstance(x, I.BarSync):
-        s += [(x.barrier, _U32)] + ([(x.count, _U32)] if x.count is not None else [])
-    elif isinstance(x, (I._Load, I._Store)):
-        data = x.dst if isinstance(x, I._Load) else x.src
-        s += [(r, _of_type(x.type, True)) for r in (data.regs if isinstance(data, RegVec) else (data,))]
-        s.append((x.addr.base, _ADDR64 if isinstance(x, (I.LdGlobal, I.StGlobal)) else _ADDR))
-    elif isinstance(x, I._Matrix):
-        s += [(r, _B32) for r in x.regs] + [(x.addr.base, _ADDR)]
-    elif isinstance(x, I._Mbar):
-        s.append((x.addr.base, _ADDR))
-        for name, slot in (("state", ("a 64-bit state register", _int_bits((64,)))), ("pred", _PRED),
-                           ("count", _U32), ("tx_count", _U32), ("parity", _U32), ("suspend_hint", _U32)):
-            v = getattr(x, name, None)
-            if v is not None:
-                s.append((v, slot))
-    elif isinstance(x, I.CpAsyncBulkTensorLoad):
-        s += [(x.dst.base, _ADDR), (x.mbar.base, _ADDR), (x.tmap, _DESC)] + [(c, _U32) for c in x.coords]
-    elif isinstance(x, I.CpAsyncBulkTensorStore):
-        s += [(x.src.base, _ADDR), (x.tmap, _DESC)] + [(c, _U32) for c in x.coords]
-    elif isinstance(x, I.WgmmaMmaAsync):
-        acc = (("an .f32 accumulator register (.f32/.b32)", lambda t: t in ("f32", "b32")) if x.dtype_d == "f32"
-               else ("an .f16x2 accumulator register (.f16x2/.b32)", lambda t: t in ("f16x2", "b32")))
-        s += [(r, acc) for r in x.d]
-        if isinstance(x.a, RegVec):
-            s += [(r, _B32) for r in x.a]
-        else:
-            s.append((x.a, _DESC))
-        s += [(x.b_desc, _DESC), (x.scale_d, _PRED)]
+    """(operand, (description, predicate on the register type)) for every typed register slot,
+    from the declaration's `typed_registers()`."""
+    s = [(op, _rule(r)) for op, r in x.typed_registers()]
     if x.guard is not None:
         s.append((x.guard.pred, _PRED))
     return [(op, slot) for op, slot in s if isinstance(op, Reg)]
@@ -254,27 +215,8 @@ class _Verifier:
                 self.sym(i, m, want)
 
     def _mem_syms(self, x: I.Instruction):
-        out = []
-        def mem(m: Mem, want: str):
-            if isinstance(m.base, Sym):
-                out.append((m.base, want))
-        if isinstance(x, I.LdParam):
-            mem(x.addr, "param")
-        elif isinstance(x, (I.LdGlobal, I.StGlobal)):
-            if isinstance(x.addr.base, Sym):
-                out.append((x.addr.base, "global"))
-        elif isinstance(x, (I.LdShared, I.StShared, I._Matrix, I._Mbar)):
-            mem(x.addr, "shared")
-        elif isinstance(x, I.CpAsyncBulkTensorLoad):
-            mem(x.dst, "shared")
-            mem(x.mbar, "shared")
-        elif isinstance(x, I.CpAsyncBulkTensorStore):
-            mem(x.src, "shared")
-        elif isinstance(x, I.Mov) and isinstance(x.src, Sym):
-            out.append((x.src, "any"))
-        if isinstance(x, (I.CpAsyncBulkTensorLoad, I.CpAsyncBulkTensorStore)) and isinstance(x.tmap, Sym):
-            out.append((x.tmap, "tmap"))
-        return out
+        """(symbol, space wanted) for each symbol operand, from the declaration's `symbol_uses()`."""
+        return x.symbol_uses()
 
     # --------------------------------------------------------------------------- path rules
     def succ(self, i: int) -> list[int]:

@@ -117,7 +117,7 @@ def test_compare_records_adds_hw_columns(tmp_path, capsys):
     (["--plot", "p.png"], "at least one knob"),
     (["--grid", "/nonexistent/grid.yaml"], "existing YAML file"),
     (["--fn", "nosuchmodule_xyz:f"], "nosuchmodule_xyz"),
-    (["--tile", "256x256x64"], "GemmParams"),  # every point invalid: one line, exit 2
+    (["--tile", "256x256x64"], "tile='256x256x64'"),  # every point invalid: one line, exit 2
     (["--compare-records", "/nonexistent"], "directory of H100 records"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, must_say, capsys):

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from isa.ir import INSTRUCTION_CLASSES
+from isa.ir import INSTRUCTION_CLASSES, parse, to_text
+from isa.ir.ops.base import PRODUCES, SYNTAX
 from isa.ir.kinds import Kind
 from hopsim.functional import ops_alu, ops_async, ops_mem, ops_sync  # noqa: F401  (register semantics)
 from hopsim.functional.program import semantics_of
@@ -31,6 +32,33 @@ def test_every_opcode_declares_a_timing_class(cls):
 @pytest.mark.parametrize("cls", DECLARED, ids=lambda c: c.mnemonic)
 def test_every_opcode_has_functional_semantics(cls):
     assert semantics_of(cls) is not None, f"{cls.__name__} has no @semantics builder"
+
+
+@pytest.mark.parametrize("cls", DECLARED, ids=lambda c: c.mnemonic)
+def test_every_opcode_has_a_parser_entry(cls):
+    heads = [p for p, made in PRODUCES.items() if cls in made]
+    assert heads, f"{cls.__name__}: no parse entry produces it"
+    assert all(p in SYNTAX for p in heads)
+
+
+def _one(text: str):
+    k = parse(f".kernel k\n    {text}\n")
+    assert len(k.body) == 1
+    return k.body[0]
+
+
+@pytest.mark.parametrize("cls", DECLARED, ids=lambda c: c.mnemonic)
+def test_every_opcode_round_trips_its_examples(cls):
+    """Each declared example parses to exactly that class, prints back to the same text, and the
+    printed kernel parses back equal (the printer law)."""
+    assert cls.examples, f"{cls.__name__} declares no examples"
+    for text in cls.examples:
+        ins = _one(text)
+        assert type(ins) is cls, text
+        assert text in (ins.text(), ins.text(abbreviate=False))
+        assert _one(ins.text(abbreviate=False)) == ins
+        k = parse(f".kernel k\n    {text}\n")
+        assert parse(to_text(k)) == k
 
 
 _NAME_DISPATCH = re.compile(r"""__name__\s*(==|!=|\bin\b)\s*["'(\[{]|\[\s*type\([^)]*\)\.__name__\s*\]"""

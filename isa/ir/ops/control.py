@@ -1,0 +1,170 @@
+"""Warp control, barriers and fences: elect.sync, bar.sync, bra, exit, setmaxnreg, fence.proxy.async,
+fence.mbarrier_init."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from isa.ir.operands import Imm, Label, Reg, Sym
+from isa.ir.ops.base import (
+    INT_CONST, REG, VAL, Instruction, Kind, Opnd, Slot, _fail, _is, _one_of, int_field, is_int,
+)
+from isa.ir.syntax import Pair
+
+
+@dataclass(frozen=True)
+class ElectSync(Instruction):
+    """`elect.sync lane|pred, membermask;` elects one leader lane of membermask (sm_90).
+    `lane` None prints the sink `_`."""
+
+    mnemonic: ClassVar[str] = "elect.sync"
+    timing_class: ClassVar[str] = Kind.ALU
+    operand_spec: ClassVar = (Opnd("pred", REG, rt="pred"), Opnd("membermask", VAL, rt="u32"),
+                              Opnd("lane", REG, optional=True, rt="u32"))
+    examples: ClassVar = ("elect.sync _|%p0, 0xffffffff;", "elect.sync %r0|%p1, %r1;")
+    _writes_fields: ClassVar = ("lane", "pred")
+    _coerce_fields: ClassVar = ("membermask",)
+    pred: Reg
+    membermask: Reg | Imm = Imm(0xFFFFFFFF)
+    lane: Reg | None = None
+
+    def operands(self) -> tuple:
+        return tuple(x for x in (self.lane, self.pred, self.membermask) if x is not None)
+
+    def _operand_text(self, abbreviate: bool) -> str:
+        lane = self.lane.text() if self.lane is not None else "_"
+        return f"{lane}|{self.pred.text()}, {self.membermask.text()}"
+
+    @classmethod
+    def parse_syntax(cls, c) -> "ElectSync":
+        """Irregular: the first operand is the pair `lane|pred` (lane `_` for none)."""
+        c.done()
+        c.count(2)
+        pair = c.get(0, (Pair,), "lane|pred (e.g. _|%p0)")
+        return cls(pair.pred, c.val(1), pair.lane)
+
+    def typed_registers(self) -> list:
+        return [(x, rt) for x, rt in ((self.pred, "pred"), (self.membermask, "u32"), (self.lane, "u32"))
+                if x is not None]
+
+
+@dataclass(frozen=True)
+class BarSync(Instruction):
+    """`bar.sync a{, b};` named barrier a (0..15) with an optional thread count b (multiple of 32)."""
+
+    mnemonic: ClassVar[str] = "bar.sync"
+    timing_class: ClassVar[str] = Kind.BAR_SYNC
+    rule: ClassVar[str] = "PTX ISA, bar: barrier 0..15, count a multiple of the warp size"
+    aliases: ClassVar = ("barrier.sync",)
+    ignored_modifiers: ClassVar = ("aligned",)
+    operand_spec: ClassVar = (Opnd("barrier", VAL, rt="u32"), Opnd("count", VAL, optional=True, rt="u32"))
+    examples: ClassVar = ("bar.sync 0;", "bar.sync 1, 256;")
+    _coerce_fields: ClassVar = ("barrier", "count")
+    barrier: Reg | Imm = Imm(0)
+    count: Reg | Imm | None = None
+
+    def _check(self) -> None:
+        _is(self, "barrier", self.barrier, VAL)
+        if isinstance(self.barrier, Imm) and self.barrier.value not in range(16):
+            _fail(self, f"barrier {self.barrier.value} out of 0..15", self.rule)
+        if self.count is not None:
+            _is(self, "count", self.count, VAL)
+            if isinstance(self.count, Imm) and (self.count.value <= 0 or self.count.value % 32):
+                _fail(self, f"count {self.count.value} is not a positive multiple of 32", self.rule)
+
+
+@dataclass(frozen=True)
+class Bra(Instruction):
+    """`bra{.uni} target;` must be warp-uniform in hopsim (divergent branches are not modelled)."""
+
+    mnemonic: ClassVar[str] = "bra"
+    timing_class: ClassVar[str] = Kind.ALU
+    modifiers: ClassVar = (Slot("uni", ("uni",), flag=True),)
+    operand_spec: ClassVar = (Opnd("target", (Label,), "a label"),)
+    examples: ClassVar = ("bra LOOP;", "bra.uni DONE;")
+    target: Label
+    uni: bool = False
+
+    def _check(self) -> None:
+        if isinstance(self.target, str):
+            object.__setattr__(self, "target", Label(self.target))
+        _is(self, "target", self.target, (Label,))
+
+    @classmethod
+    def parse_syntax(cls, c) -> "Bra":
+        """The target parses as a name (a symbol) and becomes a Label."""
+        uni = c.take("uni") is not None
+        c.done()
+        c.count(1)
+        return cls(Label(c.get(0, (Sym,), "a label").name), uni)
+
+
+@dataclass(frozen=True)
+class Exit(Instruction):
+    """`exit;` the thread ends."""
+
+    mnemonic: ClassVar[str] = "exit"
+    timing_class: ClassVar[str] = Kind.EXIT
+    examples: ClassVar = ("exit;",)
+
+
+@dataclass(frozen=True)
+class Setmaxnreg(Instruction):
+    """`setmaxnreg.{inc,dec}.sync.aligned.u32 N;` N in 24..256, a multiple of 8 (PTX ISA);
+    warpgroup-collective."""
+
+    mnemonic: ClassVar[str] = "setmaxnreg"
+    timing_class: ClassVar[str] = Kind.SETMAXNREG
+    rule: ClassVar[str] = "PTX ISA, setmaxnreg: imm-reg-count in 24..256, a multiple of 8"
+    modifiers: ClassVar = (Slot("action", ("inc", "dec"), what="action"), Slot(None, ("sync",)),
+                           Slot(None, ("aligned",)), Slot(None, ("u32",)))
+    operand_spec: ClassVar = (Opnd("count", INT_CONST),)
+    examples: ClassVar = ("setmaxnreg.inc.sync.aligned.u32 240;", "setmaxnreg.dec.sync.aligned.u32 40;")
+    action: str
+    count: int
+
+    def _check(self) -> None:
+        _one_of(self, "action", self.action, ("inc", "dec"), self.rule)
+        v = int_field(self, "count")
+        if not is_int(v) or not 24 <= v <= 256 or v % 8:
+            _fail(self, f"count={v!r} is invalid", self.rule)
+
+
+@dataclass(frozen=True)
+class FenceProxyAsync(Instruction):
+    """`fence.proxy.async{.space};` orders generic-proxy accesses with async-proxy ones (TMA, wgmma).
+    space: "shared::cta" (default), "shared::cluster", "global", or None (all spaces).
+
+    Timing class ALU: the fence is issued like a register op (no modelled drain)."""
+
+    mnemonic: ClassVar[str] = "fence.proxy.async"
+    timing_class: ClassVar[str] = Kind.ALU
+    modifiers: ClassVar = (Slot("space", ("shared::cta", "shared::cluster", "global"), optional=True),)
+    examples: ClassVar = ("fence.proxy.async.shared::cta;", "fence.proxy.async;", "fence.proxy.async.global;")
+    space: str | None = "shared::cta"
+
+    def _check(self) -> None:
+        _one_of(self, "space", self.space, (None, "shared::cta", "shared::cluster", "global"),
+                "PTX ISA, membar/fence: fence.proxy.async{.global,.shared::{cta,cluster}}")
+
+    @classmethod
+    def parse_syntax(cls, c) -> "FenceProxyAsync":
+        """`.shared` alone means `.shared::cta`."""
+        space = c.take("shared::cta", "shared::cluster", "global")
+        if space is None and c.take("shared") is not None:
+            space = "shared::cta"
+        c.done()
+        c.count(0)
+        return cls(space)
+
+
+@dataclass(frozen=True)
+class FenceMbarrierInit(Instruction):
+    """`fence.mbarrier_init.release.cluster;` makes mbarrier.init visible to the async proxy/cluster.
+    Timing class ALU (as fence.proxy.async)."""
+
+    mnemonic: ClassVar[str] = "fence.mbarrier_init"
+    timing_class: ClassVar[str] = Kind.ALU
+    modifiers: ClassVar = (Slot(None, ("release",)), Slot(None, ("cluster",)))
+    examples: ClassVar = ("fence.mbarrier_init.release.cluster;",)
