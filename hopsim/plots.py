@@ -23,7 +23,10 @@ import pathlib
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
-import matplotlib
+from hopsim.cache import use_for_matplotlib
+
+use_for_matplotlib()  # matplotlib's config and font cache under $HOPSIM_CACHE (hopsim/cache.py)
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -340,7 +343,6 @@ def _clip_text(wins: list[tuple[float, float]], t0: float, t_end: float,
 
 def _save(fig, path, tight: bool = True, title: str | None = None) -> pathlib.Path:
     p = pathlib.Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     if tight:
         fig.tight_layout()
     fig.savefig(p, dpi=130, bbox_inches="tight", metadata={"Title": title} if title else None)
@@ -456,15 +458,18 @@ def plot_sweep(rows: Sequence[dict], knob: str, path: str | os.PathLike, y: str 
 def plot_compare(sim: Sequence[float], hw: Sequence[float], path: str | os.PathLike, *,
                  labels: Sequence[str] | None = None, title: str = "simulated vs measured",
                  unit: str = "ms", groups: Sequence[str] | None = None,
-                 band: float = 0.10) -> pathlib.Path:
+                 band: float = 0.10, basis: str | None = None) -> pathlib.Path:
     """Scatter of simulated against measured with the y = x line and a +-`band` wedge;
-    log axes when the values span more than a decade. `groups` colours the points."""
+    log axes when the values span more than a decade, with compact tick labels (10k, 2M).
+    `groups` colours the points; the three worst points beyond the band are numbered and
+    named under the axes (`labels`); `basis` (e.g. the clock basis) is printed under the title."""
     import numpy as np  # noqa: PLC0415
 
     s = np.asarray(sim, dtype=float)
     h = np.asarray(hw, dtype=float)
     ok = np.isfinite(s) & np.isfinite(h) & (h > 0) & (s > 0)
-    fig, ax = plt.subplots(figsize=(6.2, 6))
+    fig, ax = plt.subplots(figsize=(7, 7))
+    notes = []
     if ok.any():
         lo, hi = min(s[ok].min(), h[ok].min()), max(s[ok].max(), h[ok].max())
         log = hi / lo > 10
@@ -477,13 +482,14 @@ def plot_compare(sim: Sequence[float], hw: Sequence[float], path: str | os.PathL
         gs = list(groups) if groups is not None else ["configurations"] * len(s)
         for g in dict.fromkeys(gs):
             m = ok & np.array([x == g for x in gs])
-            ax.scatter(h[m], s[m], s=22, label=g, zorder=3)
+            ax.scatter(h[m], s[m], s=18, label=f"{g} ({int(m.sum())})", zorder=3, alpha=0.8)
         if labels is not None:
-            err = np.abs(s / h - 1)
-            for i in np.argsort(-np.where(ok, err, -1))[:3]:  # name the three worst
-                if ok[i] and err[i] > band:
-                    ax.annotate(str(labels[i]), (h[i], s[i]), fontsize=6, xytext=(4, -8),
-                                textcoords="offset points")
+            err = s / h - 1
+            for n, i in enumerate(np.argsort(-np.where(ok, np.abs(err), -1))[:3], 1):
+                if ok[i] and abs(err[i]) > band:
+                    ax.annotate(str(n), (h[i], s[i]), fontsize=8, fontweight="bold",
+                                xytext=(5, -10), textcoords="offset points")
+                    notes.append(f"{n}: {labels[i]} ({100 * err[i]:+.0f}%)")
         if log:
             from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: PLC0415
 
@@ -491,16 +497,31 @@ def plot_compare(sim: Sequence[float], hw: Sequence[float], path: str | os.PathL
             ax.set_yscale("log")
             for axis in (ax.xaxis, ax.yaxis):
                 axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                axis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
                 axis.set_minor_formatter(NullFormatter())
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         mape = float(np.mean(np.abs(s[ok] / h[ok] - 1)) * 100)
         title = f"{title}\nMAPE {mape:.1f}% over {int(ok.sum())} points"
+    if basis:
+        title += f"\n{basis}"
     ax.set_aspect("equal", adjustable="box")
-    ax.set_xlabel(f"measured ({unit})")
+    ax.tick_params(axis="both", labelsize=9)
+    ax.tick_params(axis="x", labelrotation=45)
+    ax.set_xlabel(f"measured on the H100 ({unit})")
     ax.set_ylabel(f"simulated ({unit})")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="upper left")
-    return _save(fig, path)
+    ax.legend(fontsize=8, loc="upper left")
+    if notes:
+        fig.text(0.02, -0.02, "worst points:\n" + "\n".join(notes), fontsize=7, va="top",
+                 ha="left", family="monospace")
+    return _save(fig, path, title=title)
+
+
+def _compact(v: float) -> str:
+    """A tick label: 20k, 1.5M, 0.01 (no scientific notation)."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"

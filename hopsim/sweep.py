@@ -498,7 +498,8 @@ def write_rows(rows: Sequence[dict], path: str | os.PathLike) -> pathlib.Path:
     ext = p.suffix.lower()
     if ext not in (".csv", ".json"):
         raise InputError("out", str(path), "a file name ending in .csv or .json")
-    p.parent.mkdir(parents=True, exist_ok=True)
+    if not p.parent.is_dir():  # never create directories (a typo would make one at the root)
+        raise InputError("out", str(path), f"a file in an existing directory ({p.parent} is not)")
     if ext == ".json":
         p.write_text(json.dumps(list(rows), indent=1, default=str) + "\n")
         return p

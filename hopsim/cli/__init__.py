@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 
+from hopsim import __version__
 from isa.errors import HopsimError
 
 # Subcommand modules, in the order `hopsim --help` lists them. A module that is not there yet is
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"hopsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in _COMMANDS:
         try:

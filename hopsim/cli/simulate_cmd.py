@@ -16,6 +16,7 @@ import os
 import pathlib
 import re
 import sys
+import zlib
 
 from isa.errors import InputError
 
@@ -38,13 +39,15 @@ PTX_EXAMPLE = """examples:
   hopsim simulate kernel.ptx --launch launch.yaml --json --trace kernel.trace.json
 
 buffers:      NAME=FILE.npy | NAME=zeros:DTYPE:SHAPE | NAME=random:DTYPE:SHAPE[:SEED]
+              (default SEED: from NAME, so two random buffers differ)
               | NAME=arange:DTYPE:SHAPE   (DTYPE f16 bf16 f32 f64 u8 u16 u32 u64 s32 s64;
               SHAPE like 64x256, row-major)
 tensor maps:  NAME=BUFFER:BOXCOLSxBOXROWS[:SWIZZLE]  (a 2-D row-major tiled map over a 2-D
               buffer; SWIZZLE none 32B 64B 128B, default 128B)
 parameters:   a kernel .param named like a buffer gets its address, one named like a tensor map
               its handle; others from --param NAME=VALUE.
-launch.yaml:  {grid: [x, y, z], block: [x, y, z], smem: BYTES, params: {KT: 4},
+launch.yaml:  (docs/ir.md, "Running a kernel file"; smem = dynamic shared bytes)
+              {grid: [x, y, z], block: [x, y, z], smem: BYTES, params: {KT: 4},
                buffers: {A: "random:f16:64x256"}, tensor_maps: {tmA: "A:64x64:128B"},
                save: {D: d.npy}}"""
 
@@ -309,7 +312,9 @@ def _make_buffer(name: str, spec: str, base: pathlib.Path):
     kind, dt, shape = parts[0], parts[1], _shape(field, parts[2])
     if dt not in _DT:
         raise InputError(f"{field} dtype", dt, "one of " + ", ".join(_DT))
-    seed = int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else 0
+    # default seed: the buffer's name (CRC-32), so that two random buffers differ (A == B would
+    # make A.B^T symmetric and hide a transposition bug)
+    seed = int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else zlib.crc32(name.encode())
     n = int(np.prod(shape))
     if kind == "zeros":
         x = np.zeros(shape, np.float32)

@@ -19,6 +19,7 @@ import pathlib
 import sys
 
 from hopsim import sweep
+from hopsim.cli.simulate_cmd import _writable
 from hopsim.gemm_sim import ROW_COLUMNS, ROW_PREFIXES
 from isa.errors import InputError
 from kernels.params import GemmParams
@@ -286,6 +287,8 @@ def run(args) -> int:
     if args.out:
         if pathlib.Path(args.out).suffix.lower() not in (".csv", ".json"):
             raise InputError("out", args.out, "a file name ending in .csv or .json")
+    for f in ("out", "plot"):  # before simulating; no directory is created
+        _writable(f, getattr(args, f))
     _check_y_before(args.y, args.fn)
     grid = _grid(args)
     plot_knob = None

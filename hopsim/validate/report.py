@@ -191,7 +191,8 @@ def write_report(gemm: GemmComparison | None, out_dir: str | os.PathLike, *,
         plot_compare([e.simulated for e in gemm.entries], [e.measured for e in gemm.entries],
                      out / "sim_vs_hw.png", labels=[e.label for e in gemm.entries],
                      groups=[e.subset for e in gemm.entries], unit=unit,
-                     title=f"GEMM {'time' if unit == 'ms' else unit}: simulated vs H100")
+                     title=f"GEMM {'time' if unit == 'ms' else unit}: simulated vs H100",
+                     basis="each point simulated at the SM clock its H100 run measured")
         lines += ["![simulated vs measured](sim_vs_hw.png)", ""]
         lines += gemm_section(gemm, unit)
         for knob, shapes in gemm.shapes.items():

@@ -39,6 +39,7 @@ from typing import Any, Sequence
 
 from hopsim import sweep
 from hopsim.functional.banks import wavefronts
+from hopsim.cache import cache_dir
 from hopsim.validate.compare import (
     HELD_OUT, BankResult, Entry, GemmComparison, MicroRow, compare_bank, compare_gemm,
 )
@@ -47,7 +48,7 @@ from hopsim.validate.report import write_report
 from validation.provenance import RECORDS_DIR, load_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CACHE_DIR = pathlib.Path(os.environ.get("HOPSIM_CACHE", pathlib.Path.home() / ".cache" / "hopsim"))
+CACHE_DIR = cache_dir()  # $HOPSIM_CACHE or ~/.cache/hopsim (hopsim/cache.py)
 #: The CI fidelity subset: every CI_EVERY-th hardware point (sorted by parameters), re-simulated
 #: by tests/validation/test_fidelity.py against the bounds the committed report states.
 CI_EVERY = 10
