@@ -2,7 +2,8 @@
 memory, matrix, mbarrier, bulk, wgmma) on the machinery of `base`.
 
 Importing this package registers every opcode in `INSTRUCTION_CLASSES` (mnemonic -> class) and its
-parse entry in `SYNTAX`; `isa.ir.instructions` re-exports all of it under the historical name.
+parse entry in `SYNTAX`, and exports every declared class by name (so a new opcode in a family
+module needs no edit here); `isa.ir.instructions` re-exports all of it under the historical name.
 """
 
 from isa.ir.ops.base import *  # noqa: F401,F403
@@ -10,19 +11,12 @@ from isa.ir.ops.base import (  # noqa: F401
     BITS, CMP_BIT, CMP_FLOAT, CMP_SIGNED, CMP_UNSIGNED, CVT_TYPES, FLOAT, FLOAT_RND, HALF, INT, INT_RND,
     MEM_TYPES, SINT, UINT, _fail, _is, _one_of, _regs_of,
 )
-from isa.ir.ops.alu import MUL_MODES, Add, And, Mad, Max, Min, Mov, Mul, Not, Or, Shl, Shr, Sub, Xor  # noqa: F401
-from isa.ir.ops.alu import _Arith, _Binary  # noqa: F401
-from isa.ir.ops.convert import Cvt, Selp, Setp, setp_cmps  # noqa: F401
-from isa.ir.ops.control import (  # noqa: F401
-    BarSync, Bra, ElectSync, Exit, FenceMbarrierInit, FenceProxyAsync, Setmaxnreg,
-)
-from isa.ir.ops.memory import LdGlobal, LdParam, LdShared, StGlobal, StShared, _Load, _Store  # noqa: F401
-from isa.ir.ops.matrix import Ldmatrix, Stmatrix, _Matrix  # noqa: F401
-from isa.ir.ops.mbarrier import (  # noqa: F401
-    MbarrierArrive, MbarrierArriveExpectTx, MbarrierCompleteTx, MbarrierExpectTx, MbarrierInit, MbarrierInval,
-    MbarrierTestWaitParity, MbarrierTryWaitParity, _Mbar,
-)
-from isa.ir.ops.bulk import (  # noqa: F401
-    CpAsyncBulkCommitGroup, CpAsyncBulkTensorLoad, CpAsyncBulkTensorStore, CpAsyncBulkWaitGroup,
-)
-from isa.ir.ops.wgmma import WGMMA_N, WgmmaCommitGroup, WgmmaFence, WgmmaMmaAsync, WgmmaWaitGroup  # noqa: F401
+from isa.ir.ops import alu, bulk, control, convert, matrix, mbarrier, memory, wgmma  # noqa: F401
+from isa.ir.ops.alu import MUL_MODES, _Arith, _Binary  # noqa: F401
+from isa.ir.ops.convert import setp_cmps  # noqa: F401
+from isa.ir.ops.memory import _Load, _Store  # noqa: F401
+from isa.ir.ops.matrix import _Matrix  # noqa: F401
+from isa.ir.ops.mbarrier import _Mbar  # noqa: F401
+from isa.ir.ops.wgmma import WGMMA_N  # noqa: F401
+
+globals().update({cls.__name__: cls for cls in INSTRUCTION_CLASSES.values()})  # noqa: F405
