@@ -499,6 +499,42 @@ def _bra(ins, ctx):
     return fn
 
 
+_F32_TINY = np.finfo(np.float32).tiny
+
+
+def _flush(x):
+    """.ftz: subnormal f32 values become zero of the same sign."""
+    return np.where(np.abs(x) < _F32_TINY, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def _approx_f32(ins, ctx, f):
+    """`op.approx{.ftz}.f32 d, a`: d = f(a) computed in float32 by numpy (correctly rounded where
+    numpy is; the hardware's approximation error, ex2 <= 2 ulp and rcp <= 1 ulp per the PTX ISA,
+    is not modelled). Overflow and division by zero give inf as on the GPU, without warnings."""
+    ga = value_getter(ins.a, "f32", ctx)
+    st = reg_setter(ins.dst, "f32", ctx)
+    ftz = ins.ftz
+
+    def fn(ex, ws, mask):
+        a = np.asarray(ga(ex, ws), dtype=np.float32)
+        if ftz:
+            a = _flush(a)
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            r = np.asarray(f(a), dtype=np.float32)
+        st(ex, ws, _flush(r) if ftz else r, mask)
+    return fn
+
+
+@semantics(I.Ex2)
+def _ex2(ins, ctx):
+    return _approx_f32(ins, ctx, np.exp2)
+
+
+@semantics(I.Rcp)
+def _rcp(ins, ctx):
+    return _approx_f32(ins, ctx, lambda a: np.float32(1) / a)
+
+
 @semantics(I.FenceProxyAsync, I.FenceMbarrierInit)
 def _fence(ins, ctx):
     return lambda ex, ws, mask: None

@@ -272,3 +272,43 @@ class Not(Instruction):
     type: str
     dst: Reg
     a: Reg | Imm
+
+
+@dataclass(frozen=True)
+class _ApproxF32(Instruction):
+    """`op.approx{.ftz}.f32 d, a;` a fast approximate unary float op (PTX ISA: the .f32 form; the
+    .f16/.bf16/.f64 forms are not modelled). `.ftz` flushes subnormal inputs and results to
+    sign-preserving zero.
+
+    Timing class ALU: issued like any register op; per-opcode latency/throughput (the MUFU pipe)
+    come later from microbenchmarks, not from this declaration."""
+
+    timing_class: ClassVar[str] = Kind.ALU
+    modifiers: ClassVar = (Slot(None, ("approx",)), Slot("ftz", ("ftz",), flag=True),
+                           Slot("type", ("f32",), what="type", checked=True))
+    operand_spec: ClassVar = (Opnd("dst", REG, rt="type"), Opnd("a", VAL, rt="type"))
+    _writes_fields: ClassVar = ("dst",)
+    _coerce_fields: ClassVar = ("a",)
+    type: str
+    dst: Reg
+    a: Reg | Imm
+    ftz: bool = False
+
+
+@dataclass(frozen=True)
+class Ex2(_ApproxF32):
+    """`ex2.approx{.ftz}.f32 d, a;` d = 2**a (PTX ISA, ex2)."""
+
+    mnemonic: ClassVar[str] = "ex2"
+    rule: ClassVar[str] = "PTX ISA, ex2: ex2.approx{.ftz}.f32"
+    examples: ClassVar = ("ex2.approx.f32 %f0, %f1;", "ex2.approx.ftz.f32 %f0, 0.5;")
+
+
+@dataclass(frozen=True)
+class Rcp(_ApproxF32):
+    """`rcp.approx{.ftz}.f32 d, a;` d = 1/a (PTX ISA, rcp; the IEEE-rounded .rn/.rz/.rm/.rp forms
+    are not modelled)."""
+
+    mnemonic: ClassVar[str] = "rcp"
+    rule: ClassVar[str] = "PTX ISA, rcp: rcp.approx{.ftz}.f32"
+    examples: ClassVar = ("rcp.approx.f32 %f0, %f1;", "rcp.approx.ftz.f32 %f2, %f2;")
