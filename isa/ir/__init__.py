@@ -5,8 +5,10 @@
     assert parse(to_text(k)) == k
 
 Modules: `operands` (Reg, Imm, SReg, Sym, Mem, Label, RegVec, Guard), `instructions` (one frozen
-dataclass per PTX instruction), `program` (Kernel and its declarations), `parser`, `printer`,
-`builder`, `verify`. The text syntax and every instruction are documented in docs/ir.md.
+dataclass per PTX instruction, declared in the `ops` package: one module per family, each opcode's
+syntax, operands, verifier rules and timing class as class attributes), `kinds` (the timing
+classes), `program` (Kernel and its declarations), `parser` + `syntax`, `printer`, `builder`,
+`verify`. The text syntax and every instruction are documented in docs/ir.md.
 """
 
 from isa.ir.operands import (  # noqa: F401
