@@ -7,6 +7,9 @@ unit), Launch Statistics (grid, block, shared memory, registers, CTAs per SM and
 resource, waves), Memory Workload Analysis (L2 hits, HBM bytes, stores, shared-memory wavefronts
 and bank conflicts), Warp State by role (cycles issuing and waiting on each barrier kind, as a share
 of the role's warp-cycles). The numbers come from `hopsim.result.SimResult` unchanged.
+
+Plain fixed-width text on purpose (not `rich` tables, which the progress bars use): scripts and
+tests read these lines and the sweep table column by column; `--json` is the machine format.
 """
 
 from __future__ import annotations

@@ -97,3 +97,25 @@ def test_sim_vs_hw_plot_is_readable(tmp_path):
                        labels=["a", "b", "c"], basis="clock basis X")
     title = Image.open(png).info["Title"]
     assert "clock basis X" in title and "MAPE" in title
+
+
+def test_one_argparse_style_across_commands():
+    """Every command and subcommand (and simulate's gemm / FILE.ptx forms) is a hopsim.cli._Parser:
+    usage errors are one line + exit 2, help keeps its examples' layout."""
+    import argparse
+
+    from hopsim.cli import _Parser, build_parser
+    from hopsim.cli.simulate_cmd import gemm_parser, ptx_parser
+
+    def walk(p):
+        yield p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub in a.choices.values():
+                    yield from walk(sub)
+
+    parsers = list(walk(build_parser())) + [gemm_parser(), ptx_parser()]
+    assert len(parsers) > 10
+    for p in parsers:
+        assert isinstance(p, _Parser), p.prog
+        assert p.formatter_class is argparse.RawDescriptionHelpFormatter, p.prog
