@@ -110,3 +110,13 @@ def test_smem_port_counts_operand_reads_and_fills(bn, variant):
     assert port["port_cycles"] == pytest.approx(port["lsu_cycles"] + async_bytes / 128)
     assert res.busy["smem"] == pytest.approx(port["port_cycles"] / res.sms_used / res.cycles)
     assert res.busy["smem"] > 0.1
+
+
+def test_sweep_timeline_title_gives_the_fastest_rows_cycles(capsys, tmp_path):
+    """The main job's form (a list of stages + --plot): the picture's total is the table's."""
+    png = tmp_path / "t.png"
+    assert main(["simulate", "gemm", "--m", "512", "--n", "512", "--k", "1024", "--stages", "1,4",
+                 "--plot", str(png), "--json", "--no-progress", "--jobs", "1"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    best = min(rows, key=lambda r: r["time_ms"])
+    assert f"of {best['cycles']:,} cycles" in Image.open(png).info["Title"]
