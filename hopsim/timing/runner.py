@@ -18,12 +18,15 @@ equal the full mode's (tests/timing/test_runner.py checks this on the test kerne
 from __future__ import annotations
 
 from hopsim.config import load_gpu
+from hopsim.functional.executor import CTAExecutor
+from hopsim.functional.gmem import GlobalMemory
 from hopsim.result import SimResult
 from hopsim.timing.gpu import CtaScheduler, waves
 from hopsim.timing.memory import MemorySystem
 from hopsim.timing.occupancy import occupancy
 from hopsim.timing.pipes import Jitter
-from hopsim.timing.sm import SM, CtaRun, _Consts, ideal_wavefronts
+from hopsim.timing.sm import SM, CtaRun, _Consts
+from hopsim.timing.smem_cost import wavefronts_of
 from hopsim.trace import Trace
 from hopsim.timing import memo as memo_mod
 from hopsim.timing import smclass
@@ -43,16 +46,6 @@ def regs_per_thread_of(kernel) -> int:
         words = REG_WORDS.get(getattr(d, "type", "b32"), 1)
         n += words * (getattr(d, "count", None) or 1)
     return max(16, min(255, n))
-
-
-def _bank_model():
-    """The functional bank model (wavefronts of one warp access) when it exists."""
-    try:
-        from hopsim.functional import banks  # noqa: F401  (the banks helper's module)
-    except ImportError:
-        return ideal_wavefronts
-    from hopsim.timing.smem_cost import wavefronts_of
-    return wavefronts_of
 
 
 def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = False, gmem=None,
@@ -78,198 +71,265 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     done by then (a livelock, e.g. a test_wait spin on a phase that never completes).
     """
     gpu = gpu or load_gpu()
+    _check_modes(memory, memo, values, jitter_cycles)
+    gmem, make_executor, make_sample = _executors(kernel, launch, gmem, values, checks, executor_factory)
+    grid = _Grid(gpu, launch, _occupancy_of(gpu, kernel, launch, regs_per_thread), make_executor,
+                 trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
+                 memory=memory, memo=memo, max_cycles=max_cycles)
+    grid.plan(make_sample)
+    if grid.sm_memo:
+        try:
+            grid.run_sm_classes()
+        except smclass.NotMemoisable as e:  # an ld.global couples the SMs: CTA by CTA instead
+            res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
+                           flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=make_executor,
+                           bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles)
+            res.extra.update(memo=True, sm_memo=f"off: {e}")
+            return res
+    else:
+        grid.run_scheduler()
+    return grid.result(kernel, values, flop_count, gmem)
+
+
+def _check_modes(memory: str, memo: bool, values: bool, jitter_cycles: int) -> None:
     if memory not in ("shared", "partitioned"):
         raise InputError("memory", memory, '"shared" or "partitioned"')
     if memo and (values or memory != "partitioned" or jitter_cycles):
         raise InputError("memo", memo, 'memo=True needs values=False, memory="partitioned" and no jitter')
-    if executor_factory is None:
-        from hopsim.functional.executor import CTAExecutor
-        from hopsim.functional.gmem import GlobalMemory
 
-        gmem = gmem if gmem is not None else GlobalMemory()
 
-        def executor_factory(cta):
-            return CTAExecutor(kernel, launch, gmem, cta, values=values, checks=checks)
+def _executors(kernel, launch, gmem, values: bool, checks: bool, executor_factory):
+    """(gmem, executor of a CTA, executor of the zero-time sample runs of the tile plan)."""
+    if executor_factory is not None:
+        return gmem, executor_factory, executor_factory
+    gmem = gmem if gmem is not None else GlobalMemory()
 
-        def plan_factory(cta):  # timing-only: the zero-time sample runs never touch data
-            return CTAExecutor(kernel, launch, gmem, cta, values=False, checks=False)
-    else:
-        plan_factory = executor_factory
+    def make_executor(cta):
+        return CTAExecutor(kernel, launch, gmem, cta, values=values, checks=checks)
 
+    def make_sample(cta):  # timing-only: the zero-time sample runs never touch data
+        return CTAExecutor(kernel, launch, gmem, cta, values=False, checks=False)
+    return gmem, make_executor, make_sample
+
+
+def _occupancy_of(gpu, kernel, launch, regs_per_thread):
     smem = int(getattr(kernel, "static_smem_bytes", 0) or 0) + int(getattr(launch, "dynamic_smem", 0) or 0)
-    occ = occupancy(gpu, threads_per_cta=launch.num_threads, smem_bytes_per_cta=smem,
-                    regs_per_thread=regs_per_thread or regs_per_thread_of(kernel))
-    num_sms = int(gpu.spec.num_sms.value)
-    num_ctas = launch.num_ctas
+    return occupancy(gpu, threads_per_cta=launch.num_threads, smem_bytes_per_cta=smem,
+                     regs_per_thread=regs_per_thread or regs_per_thread_of(kernel))
 
-    env = simpy.Environment()
-    jitter = Jitter(jitter_seed, jitter_cycles)
-    memory_mode = memory
-    memory = MemorySystem(gpu, trace=trace, jitter=jitter)
-    consts = _Consts(gpu)
-    wavefronts = bank_model or _bank_model()
-    sms: dict[int, SM] = {}
-    agg = _Aggregate(trace)
-    live: set[CtaRun] = set()
-    tr = Trace(gpu.clock_mhz) if trace else None
 
-    partitioned = memory_mode == "partitioned"
-    plan = memo_mod.TilePlan.build(launch, plan_factory) if partitioned else None
-    dispatch = (memo_mod.DispatchResidency(plan, memory.residency, num_ctas, num_sms * occ.ctas_per_sm)
-                if plan is not None else None)
-    memo_table: dict = {}
-    in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
-    stats = {"memo_hits": 0, "detailed_ctas": 0}
+def _original_error(e: Exception):
+    """SimPy re-raises a process's exception as a new instance of its class built from its args:
+    the original (with its warp/barrier/phase fields), or None."""
+    orig = e.__cause__
+    return orig if orig is not None and type(orig) is type(e) else None
 
-    def run_cta(sm_id, slot, cta):
-        sm = sms.get(sm_id)
-        if sm is None:
-            link = (memo_mod.PartitionedLink(gpu, memory.residency, min(num_sms, num_ctas), sm_id, trace=trace,
-                                             jitter=jitter) if partitioned else memory)
-            sm = sms[sm_id] = SM(gpu, sm_id, link, trace=trace, jitter=jitter)
-        hits = key = None
-        if plan is not None:
-            hits = dispatch.classify(cta)
-            key = hits.key
-        start = env.now
-        use_memo = memo and plan is not None  # (one CTA per SM here; more: smclass.py below)
-        if use_memo:
-            key = (key, memo_mod.sm_state(sm, start))
-        if use_memo and key not in memo_table and key in in_flight:
-            # an identical CTA is being simulated in detail since t0: it ends at t0 + d; this one
-            # at start + d. Wait for it, then for the difference of start times.
-            t0, done = in_flight[key]
-            yield done
-            if start > t0:
-                yield env.timeout(start - t0)
-            dur, delta, warp_stats, residue = memo_table[key]
-            memo_mod.add_counters(sm, delta)
-            memo_mod.apply_residue(sm, start, residue)
-            stats["memo_hits"] += 1
-            agg.add_stats(warp_stats)
-            if tr is not None:
-                tr.slice(sm_id, 100 + slot * 64, f"CTA {cta} (memoised)", start, env.now)
-            sm.ctas_run += 1
+
+class _Grid:
+    """One launch on the GPU: the SMs, the memory system, the CTA placement and the statistics.
+
+    Steps: `plan()` (tile plan and dispatch-time L2 residency, partitioned mode), then either
+    `run_scheduler()` (CtaScheduler; each CTA by `_run_cta`: memo replay or detailed run) or
+    `run_sm_classes()` (SM-level memo, smclass.py), then `result()`.
+    """
+
+    def __init__(self, gpu, launch, occ, make_executor, *, trace, jitter, wavefronts, memory, memo, max_cycles):
+        self.gpu, self.launch, self.occ = gpu, launch, occ
+        self.make_executor = make_executor
+        self.trace, self.jitter, self.wavefronts = trace, jitter, wavefronts
+        self.memory_mode, self.memo, self.max_cycles = memory, memo, max_cycles
+        self.partitioned = memory == "partitioned"
+        self.num_sms = int(gpu.spec.num_sms.value)
+        self.num_ctas = launch.num_ctas
+        self.env = simpy.Environment()
+        self.memory = MemorySystem(gpu, trace=trace, jitter=jitter)
+        self.consts = _Consts(gpu)
+        self.sms: dict[int, SM] = {}
+        self.agg = _Aggregate(trace)
+        self.live: set[CtaRun] = set()
+        self.tr = Trace(gpu.clock_mhz) if trace else None
+        self.launch_cycles = float(gpu.timing.cta_launch_cycles.value)
+        self.tile_plan = self.dispatch = None
+        self.memo_table: dict = {}
+        self.in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
+        self.stats = {"memo_hits": 0, "detailed_ctas": 0}
+        self.cycles = 0
+
+    # ------------------------------------------------------------------ steps
+    def plan(self, make_sample) -> None:
+        """Partitioned mode: predict every CTA's TMA tiles and decide L2 residency at dispatch."""
+        if not self.partitioned:
             return
-        if use_memo and key in memo_table:
-            dur, delta, warp_stats, residue = memo_table[key]
-            memo_mod.add_counters(sm, delta)
-            memo_mod.apply_residue(sm, start, residue)
-            stats["memo_hits"] += 1
-            yield env.timeout(dur)
-            agg.add_stats(warp_stats)
-            if tr is not None:
-                tr.slice(sm_id, 100 + slot * 64, f"CTA {cta} (memoised)", start, env.now)
-            sm.ctas_run += 1
-            return
-        before = memo_mod.sm_counters(sm) if use_memo else None
-        if use_memo:
-            in_flight[key] = (start, env.event())
-        ex = executor_factory(cta)
-        run = CtaRun(env, sm, ex, consts, trace=trace, wavefronts=wavefronts, hits=hits)
-        live.add(run)
-        if tr is not None:
-            tr.counter(sm_id, "resident CTAs", env.now, cta=cta)
-        yield from run.run()
-        live.discard(run)
-        stats["detailed_ctas"] += 1
-        if plan is not None and run.tiles != [[(h, co) for h, co, _ in row] for row in dispatch.tiles(cta)]:
-            raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
-                              "simulate with memory='shared'")
-        if use_memo:
-            memo_table[key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before), run.stats,
-                               memo_mod.sm_residue(sm, start))
-            in_flight.pop(key)[1].succeed()
-        sm.ctas_run += 1
-        agg.add(run, sm_id, slot, tr)
+        self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
+        if self.tile_plan is not None:
+            self.dispatch = memo_mod.DispatchResidency(self.tile_plan, self.memory.residency, self.num_ctas,
+                                                       self.num_sms * self.occ.ctas_per_sm)
 
-    launch_cycles = float(gpu.timing.cta_launch_cycles.value)
-    sm_memo = memo and plan is not None and occ.ctas_per_sm > 1
-    if sm_memo:
-        sched = None
+    @property
+    def sm_memo(self) -> bool:
+        return self.memo and self.tile_plan is not None and self.occ.ctas_per_sm > 1
+
+    def run_scheduler(self) -> None:
+        """Place CTAs on SM slots in waves (CtaScheduler) and run until the last CTA exits."""
+        env, max_cycles = self.env, self.max_cycles
+        sched = CtaScheduler(env, num_sms=self.num_sms, ctas_per_sm=self.occ.ctas_per_sm, num_ctas=self.num_ctas,
+                             launch_cycles=self.launch_cycles, run_cta=self._run_cta)
         try:
-            coord = _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter,
-                                num_sms, occ.ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats)
-        except smclass.NotMemoisable as e:
-            res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
-                           flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=executor_factory,
-                           bank_model=bank_model, memory=memory_mode, memo=False, max_cycles=max_cycles)
-            res.extra.update(memo=True, sm_memo=f"off: {e}")
-            return res
+            if max_cycles is not None:
+                env.run(until=env.any_of([sched.done, env.timeout(max_cycles)]))
+                if not sched.done.triggered:
+                    raise SimulationLimit(max_cycles, self.live)
+            else:
+                env.run(until=sched.done)
         except Exception as e:
-            orig = e.__cause__
-            if orig is not None and type(orig) is type(e):
+            orig = _original_error(e)
+            if orig is not None:
+                raise orig.with_traceback(orig.__traceback__) from None
+            if isinstance(e, SimulationLimit):
+                raise
+            if not (isinstance(e, RuntimeError) and "No scheduled events left" in str(e) and self.live):
+                raise
+            run = min(self.live, key=lambda r: r.ex.cta_linear)
+            raise run.ex.deadlock_error() from None
+        self.cycles = int(env.now)
+
+    def run_sm_classes(self) -> None:
+        """SM-level memo (2+ CTAs per SM): one detailed simulation per SM history (smclass.py)."""
+        try:
+            coord = _sm_classes(self.gpu, self.memory, self.dispatch, self.make_executor, self.consts,
+                                self.wavefronts, self.trace, self.jitter, self.num_sms, self.occ.ctas_per_sm,
+                                self.num_ctas, self.launch_cycles, self.max_cycles, self.stats)
+        except smclass.NotMemoisable:
+            raise
+        except Exception as e:
+            orig = _original_error(e)
+            if orig is not None:
                 raise orig.with_traceback(orig.__traceback__) from None
             raise
-        cycles = int(coord.end)
+        self.cycles = int(coord.end)
+        tr = self.tr
         for cls in coord.classes:
             w = len(cls.members)
             for m in cls.members:
-                sms[m] = cls.sm
+                self.sms[m] = cls.sm
             for slot, st, inflight in cls.runs:
-                agg.add_stats(st, cls.label, slot, tr, weight=w)
+                self.agg.add_stats(st, cls.label, slot, tr, weight=w)
                 if tr is not None and inflight:
-                    agg.add_inflight(inflight, cls.label, tr)
-        sched = _DONE
-    else:
-        sched = CtaScheduler(env, num_sms=num_sms, ctas_per_sm=occ.ctas_per_sm, num_ctas=num_ctas,
-                             launch_cycles=launch_cycles, run_cta=run_cta)
-    try:
-        if sched is _DONE:
-            pass
-        elif max_cycles is not None:
-            env.run(until=env.any_of([sched.done, env.timeout(max_cycles)]))
-            if not sched.done.triggered:
-                raise SimulationLimit(max_cycles, live)
-        else:
-            env.run(until=sched.done)
-    except Exception as e:
-        orig = e.__cause__
-        if orig is not None and type(orig) is type(e):
-            # SimPy re-raises a process's exception as a new instance of its class built from
-            # its args: give the caller the original (with its warp/barrier/phase fields)
-            raise orig.with_traceback(orig.__traceback__) from None
-        if isinstance(e, SimulationLimit):
-            raise
-        if not (isinstance(e, RuntimeError) and "No scheduled events left" in str(e) and live):
-            raise
-        run = min(live, key=lambda r: r.ex.cta_linear)
-        raise run.ex.deadlock_error() from None
-    if sched is not _DONE:
-        cycles = int(env.now)
+                    self.agg.add_inflight(inflight, cls.label, tr)
 
-    links = [sm.memory for sm in sms.values()] if partitioned else [memory]
-    busy = _busy(sms, links, cycles)
-    smem_port = _smem_port(gpu, sms, cycles)
-    busy["smem"] = smem_port["busy"]
-    flops = sum(sm.tensor.flops for sm in sms.values())
-    if tr is not None:
-        traced = {sm.sm_id: sm for sm in sms.values()}  # SM classes: one SM per class
-        _trace_units(tr, traced, memory, num_sms)
-        for sm_id, sm in traced.items():
-            if sm.memory is not memory:
-                tr.add_pipe(sm_id, 14, sm.memory.l2_pipe)
-                tr.add_pipe(sm_id, 15, sm.memory.hbm_pipe)
-    return SimResult(
-        kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=gpu.clock_mhz,
-        ctas=num_ctas, ctas_per_sm=occ.ctas_per_sm, limiting=occ.limiting,
-        waves=waves(num_ctas, num_sms, occ.ctas_per_sm), sms_used=len(sms), roles=agg.roles(),
-        busy=busy, bytes_l2=int(round(sum(m.bytes_from_l2 for m in links))), bytes_hbm=int(round(sum(m.bytes_from_hbm for m in links))),
-        bytes_stored=sum(m.bytes_to_l2 for m in links),
-        smem_wavefronts=sum(sm.smem.wavefronts for sm in sms.values()),
-        smem_ideal_wavefronts=sum(sm.smem.ideal_wavefronts for sm in sms.values()),
-        smem_port=smem_port,
-        flops=int(flop_count if flop_count is not None else flops),
-        mode="values" if values else "timing-only",
-        extra={"occupancy_limits": occ.limits, "tensor_flops": flops,
-               "l2_hits": memory.residency.hits, "l2_misses": memory.residency.misses,
-               "tma_boxes": sum(sm.tma.boxes for sm in sms.values()), "memory": memory_mode,
-               "memo": bool(memo), "tile_plan": plan is not None, **stats},
-        trace=tr, machine=gmem,
-    )
+    # ------------------------------------------------------------------ one CTA (CtaScheduler)
+    def _sm(self, sm_id: int) -> SM:
+        sm = self.sms.get(sm_id)
+        if sm is None:
+            link = (memo_mod.PartitionedLink(self.gpu, self.memory.residency, min(self.num_sms, self.num_ctas), sm_id,
+                                             trace=self.trace, jitter=self.jitter)
+                    if self.partitioned else self.memory)
+            sm = self.sms[sm_id] = SM(self.gpu, sm_id, link, trace=self.trace, jitter=self.jitter)
+        return sm
 
+    def _run_cta(self, sm_id, slot, cta):
+        """CTA `cta` on slot `slot` of SM `sm_id`: a memo replay when an identical CTA (same L2
+        hit vector, same SM state) was or is being simulated, else a detailed run."""
+        sm = self._sm(sm_id)
+        hits = key = None
+        if self.dispatch is not None:
+            hits = self.dispatch.classify(cta)
+            key = hits.key
+        start = self.env.now
+        use_memo = self.memo and self.dispatch is not None  # (one CTA per SM here; more: run_sm_classes)
+        if use_memo:
+            key = (key, memo_mod.sm_state(sm, start))
+            if key not in self.memo_table and key in self.in_flight:
+                # an identical CTA is being simulated in detail since t0: it ends at t0 + d; this
+                # one at start + d. Wait for it, then for the difference of start times.
+                t0, done = self.in_flight[key]
+                yield done
+                if start > t0:
+                    yield self.env.timeout(start - t0)
+                _dur, warp_stats = self._replay(sm, start, key)
+                self._replayed(sm, slot, cta, start, warp_stats)
+                return
+            if key in self.memo_table:
+                dur, warp_stats = self._replay(sm, start, key)
+                yield self.env.timeout(dur)
+                self._replayed(sm, slot, cta, start, warp_stats)
+                return
+        yield from self._detailed(sm, slot, cta, start, hits, key if use_memo else None)
 
-_DONE = object()  # the SM classes ran the grid (no CtaScheduler)
+    def _replay(self, sm, start, key) -> tuple:
+        """Apply a memoised CTA's counters and pipe residue on `sm`: (its duration, its warp stats)."""
+        dur, delta, warp_stats, residue = self.memo_table[key]
+        memo_mod.add_counters(sm, delta)
+        memo_mod.apply_residue(sm, start, residue)
+        self.stats["memo_hits"] += 1
+        return dur, warp_stats
+
+    def _replayed(self, sm, slot, cta, start, warp_stats) -> None:
+        """A replayed CTA has ended: fold its statistics in."""
+        self.agg.add_stats(warp_stats)
+        if self.tr is not None:
+            self.tr.slice(sm.sm_id, 100 + slot * 64, f"CTA {cta} (memoised)", start, self.env.now)
+        sm.ctas_run += 1
+
+    def _detailed(self, sm, slot, cta, start, hits, memo_key):
+        """Simulate CTA `cta` instruction by instruction (and memoise it under `memo_key`)."""
+        env = self.env
+        before = memo_mod.sm_counters(sm) if memo_key is not None else None
+        if memo_key is not None:
+            self.in_flight[memo_key] = (start, env.event())
+        run = CtaRun(env, sm, self.make_executor(cta), self.consts, trace=self.trace, wavefronts=self.wavefronts,
+                     hits=hits)
+        self.live.add(run)
+        if self.tr is not None:
+            self.tr.counter(sm.sm_id, "resident CTAs", env.now, cta=cta)
+        yield from run.run()
+        self.live.discard(run)
+        self.stats["detailed_ctas"] += 1
+        if self.dispatch is not None and run.tiles != [[(h, co) for h, co, _ in row]
+                                                      for row in self.dispatch.tiles(cta)]:
+            raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
+                              "simulate with memory='shared'")
+        if memo_key is not None:
+            self.memo_table[memo_key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before),
+                                         run.stats, memo_mod.sm_residue(sm, start))
+            self.in_flight.pop(memo_key)[1].succeed()
+        sm.ctas_run += 1
+        self.agg.add(run, sm.sm_id, slot, self.tr)
+
+    # ------------------------------------------------------------------ result
+    def result(self, kernel, values: bool, flop_count, gmem) -> SimResult:
+        sms, memory, tr, occ = self.sms, self.memory, self.tr, self.occ
+        links = [sm.memory for sm in sms.values()] if self.partitioned else [memory]
+        cycles = self.cycles
+        busy = _busy(sms, links, cycles)
+        smem_port = _smem_port(self.gpu, sms, cycles)
+        busy["smem"] = smem_port["busy"]
+        flops = sum(sm.tensor.flops for sm in sms.values())
+        if tr is not None:
+            traced = {sm.sm_id: sm for sm in sms.values()}  # SM classes: one SM per class
+            _trace_units(tr, traced, memory, self.num_sms)
+            for sm_id, sm in traced.items():
+                if sm.memory is not memory:
+                    tr.add_pipe(sm_id, 14, sm.memory.l2_pipe)
+                    tr.add_pipe(sm_id, 15, sm.memory.hbm_pipe)
+        return SimResult(
+            kernel=getattr(kernel, "name", "kernel"), cycles=cycles, clock_mhz=self.gpu.clock_mhz,
+            ctas=self.num_ctas, ctas_per_sm=occ.ctas_per_sm, limiting=occ.limiting,
+            waves=waves(self.num_ctas, self.num_sms, occ.ctas_per_sm), sms_used=len(sms), roles=self.agg.roles(),
+            busy=busy, bytes_l2=int(round(sum(m.bytes_from_l2 for m in links))),
+            bytes_hbm=int(round(sum(m.bytes_from_hbm for m in links))),
+            bytes_stored=sum(m.bytes_to_l2 for m in links),
+            smem_wavefronts=sum(sm.smem.wavefronts for sm in sms.values()),
+            smem_ideal_wavefronts=sum(sm.smem.ideal_wavefronts for sm in sms.values()),
+            smem_port=smem_port,
+            flops=int(flop_count if flop_count is not None else flops),
+            mode="values" if values else "timing-only",
+            extra={"occupancy_limits": occ.limits, "tensor_flops": flops,
+                   "l2_hits": memory.residency.hits, "l2_misses": memory.residency.misses,
+                   "tma_boxes": sum(sm.tma.boxes for sm in sms.values()), "memory": self.memory_mode,
+                   "memo": bool(self.memo), "tile_plan": self.tile_plan is not None, **self.stats},
+            trace=tr, machine=gmem,
+        )
 
 
 def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter, num_sms,

@@ -215,91 +215,31 @@ class CtaRun:
         yield self.env.all_of(procs)
 
     def _warp(self, w: int):
-        env, ex, c, sm = self.env, self.ex, self.c, self.sm
+        """Warp w as one SimPy process: issue, cost the effect by its timing class (`_HANDLERS`),
+        wait until the warp may issue again; until it exits."""
+        env, ex, c = self.env, self.ex, self.c
         st = self.stats[w]
         st.start = env.now
-        smsp = sm.sched.pipes[w % sm.sched.n]
+        smsp = self.sm.sched.pipes[w % self.sm.sched.n]
         slices = st.slices
         woken = False  # the last issue of this warp blocked and was woken (its wait is paid)
         while True:
             eff = ex.issue(w, ALU_BATCH)
             now = env.now
-            key = eff.blocked_on
-            if key is not None:
-                if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
-                    self._fire(eff.fired)
-                if eff.kind == Kind.WGMMA:  # waits at the warpgroup rendezvous of a wgmma: takes part in it
-                    st.wgmma = True
-                yield self._event(key)
-                st.add_wait(wait_name(key), env.now - now)
-                if slices is not None:
-                    slices.append((now, env.now, f"wait {ex.describe(key)}"))
+            if eff.blocked_on is not None:
+                yield from self._blocked(st, eff, now)
                 woken = True
                 continue
             kind = eff.kind
-            n = eff.count
-            st.instructions += n
-            woken, was_woken = False, woken
-            issued = smsp.reserve(now, n * c.issue)
-            resume = issued
-            what = None
-            if kind == Kind.ALU:
-                resume = issued + c.alu_tail
-                what = "alu_latency"
-            elif kind in _SMEM_KINDS:
-                wf, ideal = self.wavefronts(eff, c)
-                done = sm.smem.access(issued, wf, ideal, kind)
-                if kind in (Kind.LD_SHARED, Kind.LDMATRIX):
-                    resume, what = done, "smem"
-                else:
-                    resume, what = sm.smem.pipe.next_free, "smem"
-            elif kind == Kind.TMA_LOAD and eff.complete is not None:  # (None: predicated off)
-                st.tma = True
-                tl = self.tiles[w]
-                hit, share = (None, 1.0) if self.hits is None else self.hits.of(w, len(tl))
-                tl.append(eff.tile_key)
-                done = sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share,
-                                   _requests(eff))
-                self._at(done, eff)
-                # the issuing thread is held per box (microbench__tma_latency / tma_issue: its clock64
-                # advances tma_issue_cycles per cp.async.bulk.tensor, tma_issue_elect_cycles when an
-                # elect.sync predicate guards it); the SM's unit queues boxes (units.py)
-                hold = c.tma_issue_elect if _elect_guarded(eff.instr, self.elected) else c.tma_issue
-                resume, what = issued + hold, "tma_issue"
-                if self.inflight is not None:
-                    self.inflight.append((issued, done, f"TMA load in flight {_coords(eff.tile_key)}", "TMA in flight"))
-            elif kind == Kind.WGMMA:
-                st.wgmma = True
-                if eff.complete is not None:
-                    info = eff.wgmma
-                    # the issue waits for room in the tensor pipe, then takes its issue time
-                    accepted = sm.tensor.accept(issued)
-                    resume = smsp.reserve(accepted, max(1.0, c.wgmma_issue * info.n / 128))
-                    what = "wgmma_issue"
-                    t = sm.tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16")
-                    self._at(t, eff, ("wg", eff.warpgroup))
-                    if self.inflight is not None:
-                        self.inflight.append((resume, t, f"wgmma group {eff.group} (warpgroup {eff.warpgroup})",
-                                              "wgmma in flight"))
-            elif kind == Kind.TMA_STORE and eff.complete is not None:  # (an epilogue store: no role)
-                _read_done, write_done = sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
-                                                      eff.gmem_bytes, "store")
-                self._at(write_done, eff, ("bulk", w))
-            elif kind == Kind.LD_GLOBAL or kind == Kind.ST_GLOBAL:
-                resume, what = self._global(eff, issued), "gmem"
-            elif kind == Kind.MBAR_WAIT:
-                if not was_woken:  # a try_wait that finds its phase complete still costs its round trip
-                    resume, what = issued + c.try_wait, "mbarrier_try_wait"
-            elif kind == Kind.WGMMA_WAIT:
-                # fence + commit + wait_group of a round (microbench__wgmma: overhead with no wgmma)
-                resume, what = issued + c.wgmma_sync, "wgmma_sync"
-            elif kind == Kind.EXIT:
+            st.instructions += eff.count
+            issued = smsp.reserve(now, eff.count * c.issue)
+            if kind == Kind.EXIT:
                 if issued > now:
                     yield env.timeout(-(-issued // 1) - now)
                 st.issue += env.now - now
                 break
-            elif eff.complete is not None:  # any other async op: complete at issue
-                self._at(issued, eff)
+            resume, what = _HANDLERS.get(kind, CtaRun._other)(self, w, eff, issued, smsp, woken)
+            woken = False
             if eff.fired:
                 self._fire(eff.fired, c.arrive if kind == Kind.MBAR_ARRIVE else 0.0)
             st.issue += issued - now
@@ -308,8 +248,100 @@ class CtaRun:
                 if what is not None:
                     st.add_wait(what, env.now - issued)
             if slices is not None:
-                slices.append((now, env.now, eff.text if n == 1 else f"{n} ALU instructions"))
+                slices.append((now, env.now, eff.text if eff.count == 1 else f"{eff.count} ALU instructions"))
         st.end = env.now
+
+    def _blocked(self, st: WarpStats, eff, now: float):
+        """The warp waits on an event (mbarrier phase, bar.sync, rendezvous, wait_group)."""
+        if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
+            self._fire(eff.fired)
+        if eff.kind == Kind.WGMMA:  # waits at the warpgroup rendezvous of a wgmma: takes part in it
+            st.wgmma = True
+        key = eff.blocked_on
+        yield self._event(key)
+        st.add_wait(wait_name(key), self.env.now - now)
+        if st.slices is not None:
+            st.slices.append((now, self.env.now, f"wait {self.ex.describe(key)}"))
+
+    # ---------------------------------------------------------------- handlers by timing class
+    # Each: (w, effect, cycle the SMSP issued it, the SMSP pipe, was the warp just woken)
+    #   -> (cycle the warp may issue again, wait reason of the time until then or None)
+    def _alu(self, w, eff, issued, smsp, woken):
+        """Register-only instructions: the ALU latency after the issue slots."""
+        return issued + self.c.alu_tail, "alu_latency"
+
+    def _smem_load(self, w, eff, issued, smsp, woken):
+        """ld.shared / ldmatrix: the smem port takes the wavefronts; the warp waits for the data."""
+        wf, ideal = self.wavefronts(eff, self.c)
+        return self.sm.smem.access(issued, wf, ideal, eff.kind), "smem"
+
+    def _smem_store(self, w, eff, issued, smsp, woken):
+        """st.shared / stmatrix: the warp goes on when the port has taken the wavefronts."""
+        wf, ideal = self.wavefronts(eff, self.c)
+        smem = self.sm.smem
+        smem.access(issued, wf, ideal, eff.kind)
+        return smem.pipe.next_free, "smem"
+
+    def _tma_load(self, w, eff, issued, smsp, woken):
+        """cp.async.bulk.tensor load: the TMA unit gives the landing time (complete() then); the
+        issuing thread is held per box (microbench__tma_latency / tma_issue: its clock64 advances
+        tma_issue_cycles per cp.async.bulk.tensor, tma_issue_elect_cycles when an elect.sync
+        predicate guards it); the SM's unit queues boxes (units.py)."""
+        if eff.complete is None:  # predicated off
+            return issued, None
+        self.stats[w].tma = True
+        tl = self.tiles[w]
+        hit, share = (None, 1.0) if self.hits is None else self.hits.of(w, len(tl))
+        tl.append(eff.tile_key)
+        done = self.sm.tma.load(issued, eff.tile_key, eff.gmem_bytes, "load", hit, share, _requests(eff))
+        self._at(done, eff)
+        if self.inflight is not None:
+            self.inflight.append((issued, done, f"TMA load in flight {_coords(eff.tile_key)}", "TMA in flight"))
+        c = self.c
+        return issued + (c.tma_issue_elect if _elect_guarded(eff.instr, self.elected) else c.tma_issue), "tma_issue"
+
+    def _tma_store(self, w, eff, issued, smsp, woken):
+        """cp.async.bulk.tensor store (an epilogue store: no role): completes when written to L2."""
+        if eff.complete is not None:
+            _read_done, write_done = self.sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
+                                                       eff.gmem_bytes, "store")
+            self._at(write_done, eff, ("bulk", w))
+        return issued, None
+
+    def _wgmma(self, w, eff, issued, smsp, woken):
+        """wgmma.mma_async (once per warpgroup): the issue waits for room in the tensor pipe, then
+        takes its issue time; the tensor cores give the completion (FIFO per warpgroup)."""
+        self.stats[w].wgmma = True
+        if eff.complete is None:
+            return issued, None
+        info = eff.wgmma
+        tensor = self.sm.tensor
+        resume = smsp.reserve(tensor.accept(issued), max(1.0, self.c.wgmma_issue * info.n / 128))
+        t = tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16")
+        self._at(t, eff, ("wg", eff.warpgroup))
+        if self.inflight is not None:
+            self.inflight.append((resume, t, f"wgmma group {eff.group} (warpgroup {eff.warpgroup})", "wgmma in flight"))
+        return resume, "wgmma_issue"
+
+    def _gmem(self, w, eff, issued, smsp, woken):
+        """ld/st.global: per 128-B line through L2/HBM (`_global`)."""
+        return self._global(eff, issued), "gmem"
+
+    def _mbar_wait(self, w, eff, issued, smsp, woken):
+        """try_wait that finds its phase complete still costs its round trip (not after a wake-up)."""
+        if woken:
+            return issued, None
+        return issued + self.c.try_wait, "mbarrier_try_wait"
+
+    def _wgmma_wait(self, w, eff, issued, smsp, woken):
+        """fence + commit + wait_group of a round (microbench__wgmma: overhead with no wgmma)."""
+        return issued + self.c.wgmma_sync, "wgmma_sync"
+
+    def _other(self, w, eff, issued, smsp, woken):
+        """Every other timing class: issue slots only; an async one completes at issue."""
+        if eff.complete is not None:
+            self._at(issued, eff)
+        return issued, None
 
     def _global(self, eff, issued: float) -> float:
         mem = self.sm.memory
@@ -330,7 +362,18 @@ class CtaRun:
         return done
 
 
-_SMEM_KINDS = frozenset({Kind.LD_SHARED, Kind.ST_SHARED, Kind.LDMATRIX, Kind.STMATRIX})
+_HANDLERS = {
+    Kind.ALU: CtaRun._alu,
+    Kind.LD_SHARED: CtaRun._smem_load, Kind.LDMATRIX: CtaRun._smem_load,
+    Kind.ST_SHARED: CtaRun._smem_store, Kind.STMATRIX: CtaRun._smem_store,
+    Kind.TMA_LOAD: CtaRun._tma_load, Kind.TMA_STORE: CtaRun._tma_store,
+    Kind.WGMMA: CtaRun._wgmma,
+    Kind.LD_GLOBAL: CtaRun._gmem, Kind.ST_GLOBAL: CtaRun._gmem,
+    Kind.MBAR_WAIT: CtaRun._mbar_wait,
+    Kind.WGMMA_WAIT: CtaRun._wgmma_wait,
+}
+"""Timing class (Effect.kind) -> cost handler of `CtaRun`; any other class: `CtaRun._other`.
+(EXIT ends the warp's loop in `_warp`.)"""
 
 
 def _requests(eff) -> int:
