@@ -15,6 +15,14 @@ printed last. Sweeps:
   validation  issue 5's workload set (>= 60 configurations): stages 1..6 x box rows {8,64,128}
               x CTAs/SM {auto,1} at 4096^3 for both variants, 2048x2048x8192 and 8192x8192x4096
               points, a swizzle sweep and a layout sweep.
+  heldout13   issue 13's held-out set (validation/heldout13.py: 48 seeded configurations), timed
+              in sustained mode only; never simulate it while developing the power model.
+
+Sustained mode (--sustain-s S, always for heldout13): each configuration runs back to back for S
+seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and the 6 largest
+distinct shapes also get a sustained cuBLAS loop. Records (kind gemm_sustained) go to one JSONL,
+the raw NVML samples to another (few files come back from the GPU machine); `--split FILE --out
+DIR` writes the JSONL's records as one file each.
 Code here runs on the GPU machine: no simpy/pydantic; cupy only inside functions.
 """
 
@@ -32,6 +40,10 @@ import traceback
 
 from kernels.params import GemmParams
 from isa.errors import InputError
+from validation import harness, heldout13
+from validation.power.nvml_sampler import power_limits
+from validation.provenance import (append_jsonl, device_provenance, record_dict, split_jsonl,
+                                   write_record)
 
 # Base configurations of the two variants.
 SINGLE = dict(bm=128, bn=128, stages=4, box_rows=128, swizzle="128B", variant="single",
@@ -144,7 +156,12 @@ def sweep_elect() -> list[GemmParams]:
 
 
 SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation,
-          "shapes": sweep_shapes, "elect": sweep_elect}
+          "shapes": sweep_shapes, "elect": sweep_elect, heldout13.SWEEP_NAME: heldout13.sweep}
+#: sweeps that run only in sustained mode -> their default --sustain-s (s)
+SUSTAINED_ONLY = {heldout13.SWEEP_NAME: 3.0}
+#: record fields of a sweep's records beyond the common ones (the held-out marker)
+SWEEP_FIELDS = {heldout13.SWEEP_NAME: {"heldout": heldout13.HELDOUT_TAG}}
+SUSTAINED_KIND = "gemm_sustained"
 
 
 def sass_counts(cubin: pathlib.Path) -> dict | None:
@@ -168,11 +185,16 @@ def _fmt(x, f="{:.3f}"):
     return "-" if x is None else f.format(x)
 
 
+def base_record(name: str, p: GemmParams) -> dict:
+    """The fields every GEMM record of sweep `name` starts with."""
+    return {"sweep": name, **SWEEP_FIELDS.get(name, {}), "params": p.to_dict(), "tag": p.tag,
+            "cuda_defines": p.cuda_defines(), "dynamic_smem_bytes": p.dynamic_smem_bytes,
+            "threads": p.threads, "grid": p.grid, "boxes_per_stage": p.boxes_per_stage,
+            "stage_bytes": p.stage_bytes, "flops": p.flops}
+
+
 def run_sweep(name: str, out_dir: pathlib.Path, only: int | None = None,
               budget_s: float | None = None) -> int:
-    from validation import harness  # noqa: PLC0415  (cupy inside)
-    from validation.provenance import device_provenance, write_record  # noqa: PLC0415
-
     params = SWEEPS[name]()
     if only:
         params = params[:only]
@@ -188,9 +210,7 @@ def run_sweep(name: str, out_dir: pathlib.Path, only: int | None = None,
         if budget_s is not None and time.time() - t0 > budget_s:
             print(f"[{name}] budget of {budget_s:.0f} s reached after {i} configurations", flush=True)
             break
-        rec = {"sweep": name, "params": p.to_dict(), "tag": p.tag, "cuda_defines": p.cuda_defines(),
-               "dynamic_smem_bytes": p.dynamic_smem_bytes, "threads": p.threads, "grid": p.grid,
-               "boxes_per_stage": p.boxes_per_stage, "stage_bytes": p.stage_bytes, "flops": p.flops}
+        rec = base_record(name, p)
         status = "ok"
         try:
             if isinstance(comp, Exception):
@@ -244,6 +264,116 @@ def run_sweep(name: str, out_dir: pathlib.Path, only: int | None = None,
     return 0 if all(s == "ok" for _, _, s in rows) else 1
 
 
+def _kernel_checked(p: GemmParams, comp, rec: dict, seed: int):
+    """Load the compiled kernel, record resources and occupancy, check it: (kernel, status)."""
+    if isinstance(comp, Exception):
+        raise comp
+    rec["ptxas"] = comp.resources()
+    rec["sass"] = sass_counts(comp.cubin)
+    kern = harness.GemmKernel(p, comp)
+    rec["occupancy_ctas_per_sm"] = kern.occupancy()
+    chk = harness.check_gemm(kern, seed=seed)
+    rec.update(chk)
+    return kern, "ok" if chk["correct"] else "WRONG"
+
+
+def _context_alive() -> bool:
+    """After an error: is the CUDA context still usable (no sticky fault)?"""
+    try:
+        import cupy  # noqa: PLC0415
+
+        cupy.cuda.Device().synchronize()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _sustained_timings(kern, p: GemmParams, with_cublas: bool, sustain_s: float,
+                       steady_s: float, samples: dict) -> dict:
+    """The kernel's (and maybe cuBLAS's) sustained timing; raw samples moved into `samples`."""
+    tm = harness.time_gemm_sustained(kern, sustain_s, steady_s)
+    samples["kernel"] = tm.pop("samples")
+    out = dict(tm)
+    if with_cublas:
+        cb = harness.time_cublas_sustained(p, sustain_s, steady_s)
+        if cb is not None:
+            samples["cublas"] = cb.pop("samples")
+        out["cublas"] = cb
+        out["cublas_time_ms"] = cb["time_ms"] if cb else None
+        out["cublas_tflops"] = cb.get("tflops") if cb else None
+        out["pct_of_cublas"] = 100.0 * cb["time_ms"] / tm["time_ms"] if cb else None
+    return out
+
+
+def run_sustained_sweep(name: str, out_dir: pathlib.Path, sustain_s: float, steady_s: float,
+                        only: int | None = None, budget_s: float | None = None) -> int:
+    """Every configuration of the sweep in sustained mode; records to
+    <out>/gemm_sustained_<name>.jsonl, raw NVML samples to <out>/samples_<name>.jsonl, a
+    summary to <out>/summary_<name>.json. Returns 0 when every configuration was ok."""
+    params = SWEEPS[name]()[:only] if only else SWEEPS[name]()
+    picks = heldout13.cublas_picks(params)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rec_path, smp_path = out_dir / f"{SUSTAINED_KIND}_{name}.jsonl", out_dir / f"samples_{name}.jsonl"
+    for f in (rec_path, smp_path):
+        f.unlink(missing_ok=True)
+    t0 = time.time()
+    compiled = harness.compile_many(params)
+    print(f"[{name}] compiled {len(params)} configurations in {time.time() - t0:.1f} s; sustained "
+          f"{sustain_s:g} s each (steady last {steady_s:g} s), cuBLAS on {len(picks)}", flush=True)
+    prov = {**device_provenance(), "power": power_limits()}
+    rows = []
+    for i, (p, comp) in enumerate(zip(params, compiled)):
+        if budget_s is not None and time.time() - t0 > budget_s:
+            print(f"[{name}] budget of {budget_s:.0f} s reached after {i} configurations", flush=True)
+            break
+        rec = {**base_record(name, p), "timing_mode": "sustained", "cublas_pick": i in picks}
+        samples: dict = {}
+        try:
+            kern, status = _kernel_checked(p, comp, rec, seed=1000 + i)
+            rec.update(_sustained_timings(kern, p, i in picks, sustain_s, steady_s, samples))
+        except Exception as e:  # noqa: BLE001  (one bad config must not stop the sweep)
+            status = "ERROR"
+            rec["error"] = f"{type(e).__name__}: {e}"
+            rec["traceback"] = traceback.format_exc()[-3000:]
+            print(rec["traceback"], file=sys.stderr, flush=True)
+        rec["status"] = status
+        append_jsonl(rec_path, record_dict(SUSTAINED_KIND, f"{name}__{p.tag}", rec, prov))
+        append_jsonl(smp_path, {"name": f"{name}__{p.tag}", **samples})
+        rows.append((p, rec, status))
+        print(f"[{i + 1}/{len(params)}] {status:5s} {p.tag} t={_fmt(rec.get('time_ms'))} ms "
+              f"{_fmt(rec.get('tflops'), '{:.0f}')} TF/s {_fmt(rec.get('sm_clock_mhz_tw'), '{:.0f}')} MHz "
+              f"{_fmt(rec.get('power_w_counter'), '{:.0f}')} W drift={_fmt(rec.get('drift_pct'), '{:+.1f}')}% "
+              f"cuBLAS%={_fmt(rec.get('pct_of_cublas'), '{:.1f}')} [{time.time() - t0:.0f} s]", flush=True)
+        if status == "ERROR" and not _context_alive():
+            print("CUDA context unusable after this error; stopping the sweep", flush=True)
+            break
+    (out_dir / f"summary_{name}.json").write_text(json.dumps(
+        [{"tag": p.tag, "status": s, **{k: r.get(k) for k in SUSTAINED_SUMMARY_KEYS}}
+         for p, r, s in rows], indent=1))
+    print_sustained_table(name, rows, prov)
+    return 0 if rows and all(s == "ok" for _, _, s in rows) else 1
+
+
+SUSTAINED_SUMMARY_KEYS = ("time_ms", "time_ms_mean", "tflops", "drift_pct", "sm_clock_mhz_tw",
+                          "power_w_nvml_tw", "power_w_counter", "energy_per_launch_mj", "reasons",
+                          "cublas_time_ms", "pct_of_cublas", "rel_err", "unwritten")
+
+
+def print_sustained_table(name: str, rows, prov: dict) -> None:
+    print(f"\n== {name} (sustained): {prov.get('device_name')} commit {prov.get('git_commit')} "
+          f"power limit {prov.get('power', {}).get('power_limit_enforced_w')} W")
+    print(f"{'status':6s} {'size':18s} {'cfg':7s} {'ms':>8s} {'TF/s':>5s} {'MHz':>5s} {'W':>4s} "
+          f"{'Wavg':>4s} {'mJ':>7s} {'drift%':>6s} {'%cuB':>6s} reasons")
+    for p, r, s in rows:
+        v = ("ws" + str(p.consumers) if p.variant == "ws" else "single")
+        reasons = ",".join(f"{k}:{v_:.2f}" for k, v_ in (r.get("reasons") or {}).items())
+        print(f"{s:6s} {p.m}x{p.n}x{p.k:<6} {v:7s} {_fmt(r.get('time_ms'), '{:8.4f}')} "
+              f"{_fmt(r.get('tflops'), '{:5.0f}')} {_fmt(r.get('sm_clock_mhz_tw'), '{:5.0f}')} "
+              f"{_fmt(r.get('power_w_counter'), '{:4.0f}')} {_fmt(r.get('power_w_nvml_tw'), '{:4.0f}')} "
+              f"{_fmt(r.get('energy_per_launch_mj'), '{:7.1f}')} {_fmt(r.get('drift_pct'), '{:+6.1f}')} "
+              f"{_fmt(r.get('pct_of_cublas'), '{:6.1f}')} {reasons}")
+
+
 def print_table(name: str, rows, prov: dict) -> None:
     smi = prov.get("nvidia_smi", {})
     print(f"\n== {name}: {prov.get('device_name')} driver {smi.get('driver')} commit {prov.get('git_commit')}")
@@ -262,26 +392,44 @@ def print_table(name: str, rows, prov: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  epilog="example: python3 -m validation.gemm_runs --sweep smoke --out /tmp/gemm")
-    ap.add_argument("--sweep", choices=sorted(SWEEPS), required=True)
+    ap.add_argument("--sweep", choices=sorted(SWEEPS), help="which sweep (required unless --split)")
     ap.add_argument("--out", type=pathlib.Path, help="directory for the records (default: a temp dir)")
     ap.add_argument("--list", action="store_true", help="print the configurations and exit")
     ap.add_argument("--compile-only", action="store_true", help="compile (fill the cubin cache) and exit")
     ap.add_argument("--only", type=int, help="run only the first N configurations")
     ap.add_argument("--budget", type=float, help="seconds: stop starting configurations after this")
+    ap.add_argument("--sustain-s", type=float,
+                    help="sustained mode: run each configuration back to back for this many seconds "
+                         f"(default for {', '.join(SUSTAINED_ONLY)}: {', '.join(map(str, SUSTAINED_ONLY.values()))})")
+    ap.add_argument("--steady-s", type=float, default=1.5,
+                    help="sustained mode: statistics over the last this many seconds (default 1.5)")
+    ap.add_argument("--split", type=pathlib.Path, metavar="JSONL",
+                    help="write each record of a sustained run's JSONL as its own file under --out, exit")
     args = ap.parse_args(argv)
+    if args.split:
+        return _split(args.split, args.out)
+    if args.sweep is None:
+        print(f"error: --sweep is required (one of {', '.join(sorted(SWEEPS))})", file=sys.stderr)
+        return 2
+    sustain = args.sustain_s if args.sustain_s is not None else SUSTAINED_ONLY.get(args.sweep)
+    bad = _check_sustain(sustain, args.steady_s, args.budget)
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     try:
         params = SWEEPS[args.sweep]()
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.list:
-        for p in params:
-            print(p.tag, p.smem_footprint_bytes, p.boxes_per_stage)
-        print(f"{len(params)} configurations")
+        picks = heldout13.cublas_picks(params) if sustain else set()
+        for i, p in enumerate(params):
+            print(p.tag, p.smem_footprint_bytes, p.boxes_per_stage, *(["cublas"] if i in picks else []))
+        print(f"{len(params)} configurations"
+              + (f"; plan about {heldout13.plan_seconds(params, sustain, len(picks)):.0f} s on 16 cores"
+                 if sustain else ""))
         return 0
     if args.compile_only:
-        from validation import harness  # noqa: PLC0415
-
         t0 = time.time()
         res = harness.compile_many(params)
         bad = 0
@@ -295,7 +443,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(params) - bad}/{len(params)} compiled in {time.time() - t0:.1f} s")
         return 1 if bad else 0
     out = args.out or pathlib.Path(os.environ.get("OUT", "/tmp")) / f"gemm_{args.sweep}"
+    if sustain:
+        return run_sustained_sweep(args.sweep, out, sustain, args.steady_s, args.only, args.budget)
     return run_sweep(args.sweep, out, args.only, args.budget)
+
+
+def _check_sustain(sustain: float | None, steady: float, budget: float | None) -> str | None:
+    """One line naming the bad option, or None."""
+    if budget is not None and not budget > 0:
+        return f"--budget {budget}: must be > 0 seconds"
+    if sustain is None:
+        return None
+    if not (sustain > 0 and sustain <= 600):
+        return f"--sustain-s {sustain}: must be > 0 and <= 600 seconds"
+    if not 0 < steady < sustain:
+        return f"--steady-s {steady}: must be > 0 and < --sustain-s ({sustain})"
+    return None
+
+
+def _split(jsonl: pathlib.Path, out: pathlib.Path | None) -> int:
+    """--split: one record file per JSONL line under --out."""
+    if out is None:
+        print("error: --split needs --out DIR (where the record files go)", file=sys.stderr)
+        return 2
+    if not jsonl.is_file():
+        print(f"error: --split {jsonl}: no such file", file=sys.stderr)
+        return 2
+    try:
+        paths = split_jsonl(jsonl, out)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{len(paths)} records written under {out}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ Pieces (each usable alone):
   time_gemm / time_cublas      CUDA events around batches of launches, warm-up first, median of
                                many batches, inputs rotated over enough sets that L2 (50 MB) holds
                                nothing useful from one launch to the next.
+  time_gemm_sustained /        the same launches run back to back for seconds (validation/sustained.py):
+  time_cublas_sustained        steady-state time per launch, clock and power at the power cap.
 Only this package imports cupy, and lazily. No simpy/pydantic here (the GPU machine lacks them).
 """
 
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from kernels.params import GemmParams
 from validation.power.nvml_sampler import PowerSampler
 from validation.provenance import nvidia_smi_clocks
+from validation.sustained import sustain_loop, sustained_summary, trajectory
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CUDA_DIR = REPO / "kernels" / "cuda"
@@ -413,17 +416,40 @@ def _plan(p: GemmParams, target_s: float = 0.25) -> tuple[int, int]:
     return batches, per_batch
 
 
-def time_gemm(kern: GemmKernel, warmup: int = 5, seed: int = 7) -> dict:
-    """Median time of one launch (ms), with inputs rotated over n sets and SM clock around it."""
+def _set_count(p: GemmParams) -> int:
+    return _n_sets((p.m * p.k + p.k * p.n + p.m * p.n) * 2)
+
+
+def _kernel_sets(kern: GemmKernel, seed: int) -> tuple[list, int]:
+    """n input sets (tensor maps, C, A, B) of fresh random data for the kernel: (sets, n)."""
     cp = _cupy()
     p = kern.p
-    set_bytes = (p.m * p.k + p.k * p.n + p.m * p.n) * 2
-    n = _n_sets(set_bytes)
+    n = _set_count(p)
     sets = []
     for i in range(n):
         a, b = make_inputs(p, seed + i)
         c = cp.empty((p.m, p.n), dtype=cp_dtype(p.dtype))
         sets.append((kern.maps(a, b), c, a, b))
+    return sets, n
+
+
+def _cublas_sets(p: GemmParams, dt, seed: int) -> tuple[list, int]:
+    """n input sets (A, B or B^T view, C) in cuBLAS's dtype dt: (sets, n)."""
+    cp = _cupy()
+    n = _set_count(p)
+    sets = []
+    for i in range(n):
+        a, b = make_inputs(p, seed + i)
+        a, b = a.view(dt), b.view(dt)
+        bb = b.T if p.layout == "tn" else b
+        sets.append((a, bb, cp.empty((p.m, p.n), dtype=dt)))
+    return sets, n
+
+
+def time_gemm(kern: GemmKernel, warmup: int = 5, seed: int = 7) -> dict:
+    """Median time of one launch (ms), with inputs rotated over n sets and SM clock around it."""
+    p = kern.p
+    sets, n = _kernel_sets(kern, seed)
     batches, per_batch = _plan(p)
     clk0 = nvidia_smi_clocks()
     ps = PowerSampler()
@@ -443,14 +469,7 @@ def time_cublas(p: GemmParams, warmup: int = 5, seed: int = 7) -> dict:
     dt = cublas_dtype(p.dtype)
     if dt is None:
         return None
-    set_bytes = (p.m * p.k + p.k * p.n + p.m * p.n) * 2
-    n = _n_sets(set_bytes)
-    sets = []
-    for i in range(n):
-        a, b = make_inputs(p, seed + i)
-        a, b = a.view(dt), b.view(dt)
-        bb = b.T if p.layout == "tn" else b
-        sets.append((a, bb, cp.empty((p.m, p.n), dtype=dt)))
+    sets, n = _cublas_sets(p, dt, seed)
     batches, per_batch = _plan(p)
     clk0 = nvidia_smi_clocks()
     ps = PowerSampler()
@@ -472,3 +491,57 @@ def _summary(times, p, n_sets, per_batch, clk0, clk1) -> dict:
             "time_ms_spread_pct": 100.0 * (max(times) - min(times)) / med,
             "sm_clock_mhz_before": clk0.get("sm_clock_mhz"), "sm_clock_mhz_after": clk1.get("sm_clock_mhz"),
             "power_w_after": clk1.get("power_w")}
+
+
+# ----------------------------------------------------------------------------- sustained
+def _sustained(run_one, p: GemmParams, n_sets: int, seconds: float, steady_s: float,
+               warmup: int) -> dict:
+    """sustain_loop + sustained_summary with the NVML sampler over the whole window, nvidia-smi
+    clocks read before and after; `samples` holds the raw sampler columns (the caller may move
+    them to a side file)."""
+    if not 0 < steady_s < seconds:
+        raise HarnessError(f"sustained timing: steady_s {steady_s} must be > 0 and < seconds {seconds}")
+    clk0 = nvidia_smi_clocks()
+    ps = PowerSampler()
+    loop = sustain_loop(run_one, n_sets, seconds, warmup, ps)
+    clk1 = nvidia_smi_clocks()
+    check_last_error("sustained launches")
+    ends, ms, per_batch = loop["batch_end_s"], loop["batch_ms"], loop["per_batch"]
+    out = sustained_summary(ends, ms, per_batch, steady_s, ps.samples, p.flops)
+    out.update({"timing_mode": "sustained", "timing_method": loop["method"], "sustain_s": seconds,
+                "input_sets": n_sets, "est_launch_ms_warmup": loop["est_launch_ms"],
+                "sm_clock_mhz_before": clk0.get("sm_clock_mhz"),
+                "sm_clock_mhz_after": clk1.get("sm_clock_mhz"), "power_w_after": clk1.get("power_w"),
+                "power_samples_summary": ps.summary(launches=len(ms) * per_batch),
+                "trajectory": {**trajectory(ends, ms, loop["t_start"]),
+                               "origin": "NVML sampler start (the samples' t_s share it)"},
+                "samples": ps.trajectory()})
+    return out
+
+
+def time_gemm_sustained(kern: GemmKernel, seconds: float = 3.0, steady_s: float = 1.5,
+                        warmup: int = 5, seed: int = 7) -> dict:
+    """The kernel in CUDA-graph batches back to back for `seconds` (inputs rotated as time_gemm
+    does); statistics over the last `steady_s` (validation/sustained.py)."""
+    sets, n = _kernel_sets(kern, seed)
+    try:
+        return _sustained(lambda j: kern.launch(sets[j % n][0], sets[j % n][1]), kern.p, n,
+                          seconds, steady_s, warmup)
+    finally:
+        del sets
+
+
+def time_cublas_sustained(p: GemmParams, seconds: float = 3.0, steady_s: float = 1.5,
+                          warmup: int = 5, seed: int = 7) -> dict | None:
+    """cupy.matmul (cuBLAS, f32 compute) on the same shape, layout and dtype, run like
+    time_gemm_sustained; None when this CuPy has no such dtype."""
+    cp = _cupy()
+    dt = cublas_dtype(p.dtype)
+    if dt is None:
+        return None
+    sets, n = _cublas_sets(p, dt, seed)
+    try:
+        return _sustained(lambda j: cp.matmul(sets[j % n][0], sets[j % n][1], out=sets[j % n][2]),
+                          p, n, seconds, steady_s, warmup)
+    finally:
+        del sets

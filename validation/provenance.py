@@ -87,9 +87,39 @@ def write_record(kind: str, name: str, payload: dict, provenance: dict, out_dir:
     out_dir = pathlib.Path(out_dir) if out_dir else RECORDS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{kind}__{name}.json"
-    rec = {"kind": kind, "name": name, "provenance": provenance, **payload}
+    rec = record_dict(kind, name, payload, provenance)
     path.write_text(json.dumps(rec, indent=1, sort_keys=False) + "\n")
     return path
+
+
+def record_dict(kind: str, name: str, payload: dict, provenance: dict) -> dict:
+    """The record write_record writes: `{kind, name, provenance, ...payload}`."""
+    return {"kind": kind, "name": name, "provenance": provenance, **payload}
+
+
+def append_jsonl(path: pathlib.Path, rec: dict) -> None:
+    """Append one record as one JSON line (flushed: a run cut short keeps what it finished)."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(rec, sort_keys=False) + "\n")
+        f.flush()
+
+
+def split_jsonl(path: pathlib.Path, out_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Write each line of a records JSONL (records as record_dict makes them) as its own record
+    file, as write_record names it. A line that is not such a record raises ValueError naming
+    the line."""
+    recs = []
+    for i, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            recs.append((rec.pop("kind"), rec.pop("name"), rec.pop("provenance"), rec))
+        except (json.JSONDecodeError, KeyError, AttributeError, TypeError) as e:
+            raise ValueError(f"{path}:{i}: not a record line with kind, name and provenance ({e})") from None
+    return [write_record(kind, name, rec, prov, out_dir=out_dir) for kind, name, prov, rec in recs]
 
 
 def load_records(kind: str | None = None, records_dir: pathlib.Path | None = None) -> list[dict]:
