@@ -362,16 +362,18 @@ SUSTAINED_SUMMARY_KEYS = ("time_ms", "time_ms_mean", "tflops", "drift_pct", "sm_
 def print_sustained_table(name: str, rows, prov: dict) -> None:
     print(f"\n== {name} (sustained): {prov.get('device_name')} commit {prov.get('git_commit')} "
           f"power limit {prov.get('power', {}).get('power_limit_enforced_w')} W")
-    print(f"{'status':6s} {'size':18s} {'cfg':7s} {'ms':>8s} {'TF/s':>5s} {'MHz':>5s} {'W':>4s} "
+    print(f"{'status':6s} {'size':17s} {'cfg':6s} {'types':7s} {'tag':6s} {'ms':>8s} {'TF/s':>5s} {'MHz':>5s} {'W':>4s} "
           f"{'Wavg':>4s} {'mJ':>7s} {'drift%':>6s} {'%cuB':>6s} reasons")
     for p, r, s in rows:
         v = ("ws" + str(p.consumers) if p.variant == "ws" else "single")
         reasons = ",".join(f"{k}:{v_:.2f}" for k, v_ in (r.get("reasons") or {}).items())
-        print(f"{s:6s} {p.m}x{p.n}x{p.k:<6} {v:7s} {_fmt(r.get('time_ms'), '{:8.4f}')} "
-              f"{_fmt(r.get('tflops'), '{:5.0f}')} {_fmt(r.get('sm_clock_mhz_tw'), '{:5.0f}')} "
-              f"{_fmt(r.get('power_w_counter'), '{:4.0f}')} {_fmt(r.get('power_w_nvml_tw'), '{:4.0f}')} "
-              f"{_fmt(r.get('energy_per_launch_mj'), '{:7.1f}')} {_fmt(r.get('drift_pct'), '{:+6.1f}')} "
-              f"{_fmt(r.get('pct_of_cublas'), '{:6.1f}')} {reasons}")
+        cols = [(r.get("time_ms"), "{:.4f}", 8), (r.get("tflops"), "{:.0f}", 5),
+                (r.get("sm_clock_mhz_tw"), "{:.0f}", 5), (r.get("power_w_counter"), "{:.0f}", 4),
+                (r.get("power_w_nvml_tw"), "{:.0f}", 4), (r.get("energy_per_launch_mj"), "{:.1f}", 7),
+                (r.get("drift_pct"), "{:+.1f}", 6), (r.get("pct_of_cublas"), "{:.1f}", 6)]
+        nums = " ".join(_fmt(x, f).rjust(w) for x, f, w in cols)
+        size = f"{p.m}x{p.n}x{p.k}"
+        print(f"{s:6s} {size:17s} {v:6s} {p.dtype + p.accum:7s} {p.tag[-6:]} {nums} {reasons}")
 
 
 def print_table(name: str, rows, prov: dict) -> None:

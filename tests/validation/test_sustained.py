@@ -302,3 +302,48 @@ def test_sustained_loop_on_the_gpu():
     assert r["time_ms_min"] <= r["time_ms"] <= r["time_ms_max"]
     assert len(r["trajectory"]["t_end_s"]) == len(r["trajectory"]["ms_per_launch"]) == r["total_batches"]
     assert r["launches_per_batch"] % r["input_sets"] == 0
+
+
+def test_sustained_sweep_writes_one_jsonl_line_per_configuration(tmp_path, monkeypatch, capsys):
+    """The run's bookkeeping with the GPU parts faked: one record line and one samples line per
+    configuration, the held-out marker, cuBLAS on the picks only, a summary; the budget stops
+    starting configurations; --split turns the JSONL into record files."""
+    import types
+
+    calls = []
+
+    def timing(ms):
+        return {"time_ms": ms, "time_ms_mean": ms, "tflops": 1.0, "sm_clock_mhz_tw": 1350.0,
+                "power_w_counter": 699.0, "power_w_nvml_tw": 690.0, "drift_pct": 0.1,
+                "energy_per_launch_mj": 699.0 * ms, "reasons": {"sw_power_cap": 1.0},
+                "samples": {"t_s": [0.0, 0.01], "sm_mhz": [1980, 1350]}}
+
+    fake = types.SimpleNamespace(
+        compile_many=lambda ps: [types.SimpleNamespace(resources=lambda: {"registers": 168}, cubin=None)
+                                 for _ in ps],
+        GemmKernel=lambda p, c: types.SimpleNamespace(p=p, occupancy=lambda: 1),
+        check_gemm=lambda k, seed: {"rel_err": 1e-4, "unwritten": 0, "correct": True},
+        time_gemm_sustained=lambda k, s, st: calls.append(("kernel", k.p.tag)) or timing(2.0),
+        time_cublas_sustained=lambda p, s, st: calls.append(("cublas", p.tag)) or timing(1.0))
+    monkeypatch.setattr(gemm_runs, "harness", fake)
+    monkeypatch.setattr(gemm_runs, "device_provenance", lambda: {"device_name": "fake", "git_commit": "x"})
+    monkeypatch.setattr(gemm_runs, "power_limits", lambda: {"power_limit_enforced_w": 700.0})
+    monkeypatch.setattr(gemm_runs, "sass_counts", lambda cubin: None)
+    out = tmp_path / "run"
+    assert gemm_runs.main(["--sweep", "heldout13", "--only", "8", "--out", str(out)]) == 0
+    lines = [json.loads(x) for x in (out / "gemm_sustained_heldout13.jsonl").read_text().splitlines()]
+    ps = heldout13.generate()[:8]
+    assert [r["tag"] for r in lines] == [p.tag for p in ps]
+    assert all(r["kind"] == "gemm_sustained" and r["heldout"] == "issue13" and r["status"] == "ok"
+               and r["provenance"]["power"]["power_limit_enforced_w"] == 700.0 for r in lines)
+    assert sum(r["cublas_pick"] for r in lines) == 6 == sum(c[0] == "cublas" for c in calls)
+    assert all((r.get("pct_of_cublas") == 50.0) == r["cublas_pick"] for r in lines)
+    assert all("samples" not in r for r in lines)
+    smp = [json.loads(x) for x in (out / "samples_heldout13.jsonl").read_text().splitlines()]
+    assert len(smp) == 8 and smp[0]["kernel"]["sm_mhz"] == [1980, 1350]
+    assert len(json.loads((out / "summary_heldout13.json").read_text())) == 8
+    # a budget already spent: nothing starts
+    assert gemm_runs.main(["--sweep", "heldout13", "--only", "3", "--budget", "1e-9", "--out", str(out)]) == 1
+    assert not (out / "gemm_sustained_heldout13.jsonl").exists() or \
+        (out / "gemm_sustained_heldout13.jsonl").read_text() == ""
+    capsys.readouterr()
