@@ -30,7 +30,10 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+
+from hopsim.sweep import default_point  # noqa: E402
 
 # What a box is -> colour; order = legend order.
 KINDS = {
@@ -373,8 +376,6 @@ def _num(v: Any) -> float | None:
 
 def default_params(rows: Iterable[dict]) -> list[str]:
     """The parameter columns of sweep rows: the knobs of hopsim.sweep that the rows have."""
-    from hopsim.sweep import default_point  # noqa: PLC0415
-
     keys = set(default_point())
     seen: dict = {}
     for r in rows:
@@ -463,8 +464,6 @@ def plot_compare(sim: Sequence[float], hw: Sequence[float], path: str | os.PathL
     log axes when the values span more than a decade, with compact tick labels (10k, 2M).
     `groups` colours the points; the three worst points beyond the band are numbered and
     named under the axes (`labels`); `basis` (e.g. the clock basis) is printed under the title."""
-    import numpy as np  # noqa: PLC0415
-
     s = np.asarray(sim, dtype=float)
     h = np.asarray(hw, dtype=float)
     ok = np.isfinite(s) & np.isfinite(h) & (h > 0) & (s > 0)

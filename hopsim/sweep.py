@@ -46,7 +46,12 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+import yaml
+
+from hopsim.config import GPUS
+from hopsim.progress import Progress
 from isa.errors import InputError
+from kernels.params import GemmParams
 
 # --------------------------------------------------------------------------- knob domains
 
@@ -78,12 +83,7 @@ def _is_contiguous(vals: tuple) -> bool:
 
 
 def _gpu_names() -> tuple:
-    try:
-        from hopsim.config import GPUS  # noqa: PLC0415  (pydantic; only when asked)
-
-        return tuple(sorted(GPUS))
-    except Exception:  # noqa: BLE001
-        return ("h100_sxm",)
+    return tuple(sorted(GPUS))
 
 
 #: The knobs of the GEMM family (issue 4's `simulate gemm` flags), in command-line order.
@@ -129,12 +129,7 @@ def _with_gpus(kn: Knob) -> Knob:
 
 def default_point() -> dict:
     """Every knob at its default (the GemmParams defaults and gpu h100_sxm)."""
-    try:
-        from kernels.params import GemmParams  # noqa: PLC0415
-
-        base = GemmParams().to_dict()
-    except ImportError:  # pragma: no cover  (kernels is part of the package)
-        base = {}
+    base = GemmParams().to_dict()
     base["gpu"] = "h100_sxm"
     return base
 
@@ -279,8 +274,6 @@ def make_grid(sweep: dict | None = None, base: dict | None = None) -> Grid:
 def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
     """A grid from a YAML file `{base: {...}, sweep: {...}}`; `overrides` (knob -> spec, e.g.
     from command-line flags) replace the file's entries for those knobs."""
-    import yaml  # noqa: PLC0415
-
     p = pathlib.Path(path)
     if not p.is_file():
         raise InputError("grid", str(path), "an existing YAML file with `base:` and `sweep:`")
@@ -397,8 +390,6 @@ def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str 
     `progress`: True draws a bar on stderr when it is a terminal (or HOPSIM_PROGRESS=1),
     "force" always, False/None never.
     """
-    from hopsim.progress import Progress  # noqa: PLC0415
-
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
         raise InputError("jobs", jobs, "a positive number of workers")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from isa.swizzle import swizzle_address
 
 SMEM_BYTES = 232448
 
@@ -36,8 +37,6 @@ SWIZZLE_BITS = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 def swizzle(addr: int, mode: str) -> int:
     """TMA/GMMA swizzle of a byte address (absolute bits [7,10) XORed into bits [4,7))."""
     try:
-        from isa.swizzle import swizzle_address  # type: ignore  # noqa: PLC0415
-
         return int(swizzle_address(addr, mode))
     except Exception:
         b = SWIZZLE_BITS[mode]

@@ -33,6 +33,11 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
+from validation import bank_patterns
+from validation.provenance import device_provenance, write_record
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SRC = REPO / "validation" / "cuda" / "bank_probe.cu"
 SMEM_BYTES = 232448
@@ -145,7 +150,6 @@ def load_module(cubin: str):
 # ------------------------------------------------------------------------------------ child (under ncu)
 def child(cubin: str, patterns_file: str, manifest: str) -> int:
     import cupy  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
 
     pats = [json.loads(ln) for ln in pathlib.Path(patterns_file).read_text().splitlines() if ln.strip()]
     mod = load_module(cubin)
@@ -213,8 +217,6 @@ def summarise(p: dict, row: dict, metrics: list[str]) -> dict:
 def run(out: pathlib.Path, budget_s: float, max_tier: int, first_chunk: int, name: str = "h100_ncu") -> int:
     t0 = time.time()
     sys.path.insert(0, str(REPO))
-    from validation import bank_patterns  # noqa: PLC0415
-    from validation.provenance import device_provenance, write_record  # noqa: PLC0415
 
     out.mkdir(parents=True, exist_ok=True)
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"

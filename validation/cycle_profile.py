@@ -35,7 +35,13 @@ import pathlib
 import sys
 import time
 
+import numpy as np
+
 from kernels.params import GemmParams
+from validation import harness as H
+from validation.gemm_runs import SINGLE, WS1, WS2
+from validation.harness import compile_gemm
+from validation.provenance import device_provenance, write_record
 
 PROFILE_FLAGS = ("-DGEMM_PROFILE=1",)
 RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
@@ -57,8 +63,6 @@ def one_sm_configurations() -> list[GemmParams]:
     """One CTA on one SM (M = BM, N = BN, K = 4096): the mainloop without chip-level contention.
     A diagnostic set (`--set one_sm`): no `gemm` record pairs with these, so `validate compare`
     does not count them; they separate what happens inside an SM from L2/HBM sharing."""
-    from validation.gemm_runs import SINGLE, WS1, WS2
-
     out = []
     for st in (1, 2, 3, 4, 6):
         out.append(GemmParams(m=128, n=128, k=4096, **{**SINGLE, "stages": st}))
@@ -76,8 +80,6 @@ def one_sm_configurations() -> list[GemmParams]:
 
 
 def _compile(p: GemmParams):
-    from validation.harness import compile_gemm
-
     try:
         return compile_gemm(p, extra_flags=PROFILE_FLAGS)
     except Exception as e:  # noqa: BLE001
@@ -86,8 +88,6 @@ def _compile(p: GemmParams):
 
 def analyse(prof, ctas: int) -> dict:
     """Statistics of a (ctas, 5) uint64 array {smid, c0, c1, g0, g1} (see module docstring)."""
-    import numpy as np
-
     a = np.asarray(prof, dtype=np.int64).reshape(ctas, 5)
     sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
     spans, clocks, per_sm, overlap = {}, [], [], 0
@@ -130,7 +130,6 @@ def profile_one(p: GemmParams, compiled, warm_s: float = 0.25) -> dict:
     """Warm batch (about warm_s of launches), then the profile of the last launch."""
     import cupy as cp
 
-    from validation import harness as H
 
     mod = cp.RawModule(path=str(compiled.cubin))
     fn = mod.get_function("gemm_sm90")
@@ -188,7 +187,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.out:
         ap.error("--out DIR is required to run")
-    from validation.provenance import device_provenance, write_record
 
     t0 = time.time()
     with cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 8) as ex:

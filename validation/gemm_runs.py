@@ -38,8 +38,8 @@ import sys
 import time
 import traceback
 
-from kernels.params import GemmParams
 from isa.errors import InputError
+from kernels.params import GemmParams
 from validation import harness, heldout13
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import (append_jsonl, device_provenance, record_dict, split_jsonl,

@@ -28,9 +28,12 @@ import hashlib
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from kernels.params import GemmParams
 from validation.power.nvml_sampler import PowerSampler
@@ -203,8 +206,6 @@ def gemm_tensor_maps(p: GemmParams, a, b) -> tuple[bytes, bytes]:
 
 def _as_param(tmap: bytes):
     """A one-element structured array: CuPy passes it by value (128 B, 64-B aligned struct)."""
-    import numpy as np  # noqa: PLC0415
-
     arr = np.zeros(1, dtype=[("opaque", "<u8", (16,))])
     arr["opaque"][0] = np.frombuffer(tmap, dtype="<u8")
     return arr
@@ -482,8 +483,6 @@ def time_cublas(p: GemmParams, warmup: int = 5, seed: int = 7) -> dict:
 
 
 def _summary(times, p, n_sets, per_batch, clk0, clk1) -> dict:
-    import statistics  # noqa: PLC0415
-
     med = statistics.median(times)
     return {"time_ms": med, "tflops": p.flops / (med * 1e-3) / 1e12,
             "time_ms_min": min(times), "time_ms_max": max(times), "batches": len(times),

@@ -18,7 +18,23 @@ import re
 import sys
 import zlib
 
+import numpy as np
+import yaml
+
+from hopsim import gemm_sim, sweep
+from hopsim.cli import _Parser, sweep_cmd
+from hopsim.config import load_gpu
+from hopsim.functional.executor import Launch
+from hopsim.functional.gmem import GlobalMemory
+from hopsim.plots import first_cta_windows, plot_sweep, plot_timeline
+from hopsim.progress import Activity
+from hopsim.summary import format_summary
+from hopsim.timing.runner import simulate
+from isa.dtypes import from_f32
 from isa.errors import InputError
+from isa.ir import check, parse, verify
+from isa.tensormap import TensorMap
+from kernels.gemm import build_gemm
 
 GEMM_EXAMPLE = """examples:
   hopsim simulate gemm --m 4096 --n 4096 --k 4096 --dtype f16 --accum f32 --layout tn \\
@@ -67,9 +83,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def gemm_parser() -> argparse.ArgumentParser:
-    from hopsim import sweep
-    from hopsim.cli import _Parser
-
     p = _Parser(prog="hopsim simulate gemm", description="Simulate the TMA + WGMMA GEMM family "
                 "on the H100 model: cycles, time, TFLOP/s, where warps waited, unit utilisation, "
                 "bank conflicts.", epilog=GEMM_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -99,8 +112,6 @@ def gemm_parser() -> argparse.ArgumentParser:
 
 def _activity(args, desc: str):
     """An elapsed-time line on stderr for a run longer than 2 s (hopsim/progress.py)."""
-    from hopsim.progress import Activity
-
     return Activity(desc, enabled=False if getattr(args, "no_progress", False) else None)
 
 
@@ -118,8 +129,6 @@ def _writable(field: str, path: str | None) -> None:
 
 
 def _launch_rows(run) -> dict:
-    from kernels.gemm import build_gemm
-
     gk = build_gemm(run.params)
     p = run.params
     return {"Grid Size": ("", "x".join(str(g) for g in gk.grid)),
@@ -138,10 +147,6 @@ def _title(p) -> str:
 
 
 def _timeline(run, path: str, window: int | None) -> None:
-    from hopsim.plots import plot_timeline
-
-    from hopsim.plots import first_cta_windows
-
     res = run.result
     p = run.params
     per_ktile = res.cycles / max(1, res.waves) / max(1, p.k // p.bk)
@@ -157,11 +162,6 @@ def _timeline(run, path: str, window: int | None) -> None:
 
 
 def run_gemm(argv: list[str]) -> int:
-    from hopsim import gemm_sim, sweep
-    from hopsim.cli import sweep_cmd
-    from hopsim.config import load_gpu
-    from hopsim.summary import format_summary
-
     args = gemm_parser().parse_args(argv)
     for f in ("plot", "sweep_plot"):
         _png(f.replace("_", "-"), getattr(args, f))
@@ -219,8 +219,6 @@ def run_gemm(argv: list[str]) -> int:
     else:
         sweep_cmd.print_table(rows, grid, "time_ms")
     if args.sweep_plot:
-        from hopsim.plots import plot_sweep
-
         plot_sweep([r for r in rows if not r.get("error")], grid.swept[0], args.sweep_plot)
         print(f"sweep plot written to {args.sweep_plot}", file=sys.stderr)
     good = [r for r in rows if isinstance(r.get("time_ms"), (int, float))]
@@ -240,8 +238,6 @@ def run_gemm(argv: list[str]) -> int:
 
 
 def ptx_parser() -> argparse.ArgumentParser:
-    from hopsim.cli import _Parser
-
     p = _Parser(prog="hopsim simulate FILE.ptx", description="Time an IR kernel from text on the "
                 "H100 model (functional values through simulated memory, then the timing).",
                 epilog=PTX_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -294,10 +290,6 @@ def _shape(field: str, s: str) -> tuple:
 
 
 def _make_buffer(name: str, spec: str, base: pathlib.Path):
-    import numpy as np
-
-    from isa.dtypes import from_f32
-
     field = f"buffer {name}"
     s = str(spec)
     if s.endswith(".npy"):
@@ -337,18 +329,6 @@ def _kv(field: str, item: str) -> tuple[str, str]:
 
 
 def run_ptx(path_arg: str, argv: list[str]) -> int:
-    import numpy as np
-    import yaml
-
-    from hopsim.config import load_gpu
-    from hopsim.functional.executor import Launch
-    from hopsim.functional.gmem import GlobalMemory
-    from hopsim.summary import format_summary
-    from hopsim.timing.runner import simulate
-    from isa.ir import check, verify
-    from isa.ir import parse
-    from isa.tensormap import TensorMap
-
     args = ptx_parser().parse_args(argv)
     _png("plot", args.plot)
     for f in ("trace", "plot"):
@@ -445,8 +425,6 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     if args.trace:
         res.trace.write(args.trace)
     if args.plot:
-        from hopsim.plots import plot_timeline
-
         plot_timeline(res.trace, args.plot, title=kernel.name, clock_mhz=res.clock_mhz,
                       total_cycles=res.cycles)
     if args.json:

@@ -21,10 +21,11 @@ import sys
 from hopsim import sweep
 from hopsim.cli.simulate_cmd import _writable
 from hopsim.gemm_sim import ROW_COLUMNS, ROW_PREFIXES
+from hopsim.plots import plot_sweep
+from hopsim.validate.run_compare import hardware_points
 from isa.errors import InputError
 from kernels.params import GemmParams
 from validation.provenance import RECORDS_DIR
-from hopsim.validate.run_compare import hardware_points
 
 DEFAULT_FN = "hopsim.gemm_sim:simulate_point"
 
@@ -331,8 +332,6 @@ def run(args) -> int:
     if args.out:
         sweep.write_rows(rows, args.out)
     if args.plot:
-        from hopsim.plots import plot_sweep  # noqa: PLC0415
-
         plot_sweep(rows, plot_knob, args.plot, y=args.y, compare=hw_rows or None,
                    title=f"{args.y} against {plot_knob}" + (
                        " (sim solid, H100 dashed)\nsim at each record's measured SM clock "

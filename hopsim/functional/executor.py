@@ -23,13 +23,16 @@ from typing import Mapping
 
 import numpy as np
 
+from hopsim.functional.checks import Checker
 from hopsim.functional.effect import Effect, Kind, WgmmaInfo
 from hopsim.functional.errors import (
     Deadlock, IllegalInstruction, MbarrierNotInitialised, ProtocolError,
 )
 from hopsim.functional.gmem import GlobalMemory
 from hopsim.functional.mbarrier import MbarrierState
+from hopsim.functional.program import compile_kernel
 from hopsim.functional.regs import WARP, RegisterFile
+from hopsim.functional.smem import SharedMemory
 
 __all__ = ["Launch", "CTAExecutor", "Effect", "Kind", "WgmmaInfo"]
 
@@ -131,9 +134,6 @@ class CTAExecutor:
 
     def __init__(self, kernel, launch: Launch, gmem: GlobalMemory, cta: int | tuple = 0, *,
                  values: bool = True, checks: bool = True, check_phases: bool = True, smem=None):
-        from hopsim.functional.program import compile_kernel  # local: program imports executor names
-        from hopsim.functional.checks import Checker
-
         self.kernel = kernel
         self.launch = launch
         self.gmem = gmem
@@ -395,7 +395,6 @@ def _make_smem(size: int, smem):
     if smem is not None:
         return smem, _smem_array(smem)
     try:
-        from hopsim.functional.smem import SharedMemory  # the layouts helper's module
         obj = SharedMemory(size)
         return obj, _smem_array(obj)
     except Exception:

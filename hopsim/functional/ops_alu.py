@@ -13,7 +13,7 @@ from isa.ir import instructions as I
 from isa.ir.operands import Imm, Reg
 
 from hopsim.functional.errors import DivergentBranch, IllegalInstruction
-from hopsim.functional.program import (
+from hopsim.functional.semantics import (
     semantics, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,
     with_scalar,
 )

@@ -27,7 +27,7 @@ from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind, WgmmaInfo
 from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.ops_sync import advance_bulk, advance_groups, bulk_state, collective
-from hopsim.functional.program import address_getter, semantics, uniform, uniform_address, uniform_operand, value_getter
+from hopsim.functional.semantics import address_getter, semantics, uniform, uniform_address, uniform_operand, value_getter
 
 _IDS = itertools.count(1)
 

@@ -21,7 +21,7 @@ from isa.ir import instructions as I
 from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind
 from hopsim.functional.errors import IllegalInstruction
-from hopsim.functional.program import address_getter, semantics, reader, writer
+from hopsim.functional.semantics import address_getter, semantics, reader, writer
 from hopsim.functional.regs import TYPES
 
 _U = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}

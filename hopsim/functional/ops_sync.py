@@ -17,7 +17,7 @@ from isa.ir import instructions as I
 from hopsim.functional.effect import Effect, Kind
 from hopsim.functional.errors import ArrivalCountOutOfRange, IllegalInstruction
 from hopsim.functional.mbarrier import MbarrierState
-from hopsim.functional.program import (
+from hopsim.functional.semantics import (
     address_getter, semantics, reg_setter, uniform, uniform_address, uniform_operand, value_getter,
 )
 

@@ -4,8 +4,6 @@ L2/HBM). Never computes a data value; asks the functional layer for effects.
 Public entry: `simulate(kernel, launch, gpu=load_gpu(), values=True, trace=False) -> SimResult`
 (runner.py); the architecture page is docs/architecture.md."""
 
+from hopsim.timing.runner import simulate
 
-def simulate(*args, **kwargs):
-    """See `hopsim.timing.runner.simulate` (imported lazily: SimPy loads only when timing runs)."""
-    from hopsim.timing.runner import simulate as _simulate
-    return _simulate(*args, **kwargs)
+__all__ = ["simulate"]

@@ -20,6 +20,7 @@ Plain ints/floats become `Imm`, tuples of registers `RegVec`.
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import re
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from contextlib import contextmanager
 from isa.ir import instructions as I
 from isa.ir.operands import Guard, Imm, IRError, Label, Mem, Reg, RegVec, Sym
 from isa.ir.program import Kernel, LabelDef, Param, RegDecl, SharedDecl
+from isa.ir.verify import check as _check
 
 __all__ = ["KernelBuilder", "AUTO_PREFIX"]
 
@@ -153,7 +155,6 @@ class KernelBuilder:
         if not isinstance(instr, I.Instruction):
             raise IRError(f"emit: {instr!r} is not an Instruction")
         if instr.guard is None and self._guards:
-            import dataclasses
             instr = dataclasses.replace(instr, guard=self._guards[-1])
         self._body.append(instr)
         return instr
@@ -174,7 +175,6 @@ class KernelBuilder:
             raise IRError(f"kernel {self.name}: labels never placed: {', '.join(unplaced)}")
         k = Kernel(self.name, tuple(self._params), self.reg_decls(), tuple(self._shared), tuple(self._body))
         if check:
-            from isa.ir.verify import check as _check
             _check(k)
         return k
 

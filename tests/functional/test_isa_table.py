@@ -13,7 +13,7 @@ from isa.ir import INSTRUCTION_CLASSES, parse, to_text
 from isa.ir.ops.base import PRODUCES, SYNTAX
 from isa.ir.kinds import Kind
 from hopsim.functional import ops_alu, ops_async, ops_mem, ops_sync  # noqa: F401  (register semantics)
-from hopsim.functional.program import semantics_of
+from hopsim.functional.semantics import semantics_of
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DECLARED = sorted(INSTRUCTION_CLASSES.values(), key=lambda c: c.mnemonic)

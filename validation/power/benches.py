@@ -6,7 +6,7 @@ Kernels: validation/cuda/power_wgmma.cu (tensor-core burner) and power_units.cu 
 from L2, HBM read/copy, shared-memory ld/st, FFMA); each kernel runs for `launch_s` of globaltimer
 and counts its events, the host chains launches (event-timed, synchronised each) until the
 point's duration has passed. Clocks and power limits are never touched. Random operands come
-from numpy's default_rng with a fixed seed. cupy/numpy are imported lazily (GPU machine only).
+from numpy's default_rng with a fixed seed. cupy is imported lazily (GPU machine only).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import os
 import pathlib
 import subprocess
 import time
+
+import numpy as np
 
 from validation.power.nvml_sampler import PowerSampler
 from validation.power.stats import derivative, step_response
@@ -133,7 +135,6 @@ def measured(duration_s: float, body, period_s: float = 0.01, fields: str = "ful
 def operands(dtype: str, zero: bool):
     """48 KB of wgmma operands: seeded standard-normal f16 or bf16 bit patterns, or zeros."""
     import cupy as cp  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
 
     n = WGMMA_OPERAND_BYTES // 2
     if zero:
@@ -152,7 +153,6 @@ def wgmma_point(variant: str, duty: int, zero: bool, duration_s: float, launch_s
                 groups: int = 16) -> dict:
     """(a) the burner: variant f16f32 | bf16f32 | f16f16, duty %, zero or random operands."""
     import cupy as cp  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
 
     n_sm = sm_count()
     smem = WGMMA_OPERAND_BYTES + 1024
@@ -176,7 +176,6 @@ def wgmma_point(variant: str, duty: int, zero: bool, duration_s: float, launch_s
 def unit_point(unit: str, duration_s: float, duty: int = 100, launch_s: float = 0.2) -> dict:
     """(b)-(e): bulk_l2 (TMA from L2) | hbm_read | hbm_copy | smem_ld | smem_st | alu_fma."""
     import cupy as cp  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
 
     n_sm = sm_count()
     dur = np.uint64(int(launch_s * 1e9))
@@ -232,7 +231,6 @@ def burst_point(variant: str, duration_s: float, per_burst: int, gap_s: float, k
     sync after each burst, then `gap_s` of host time, for duration_s; trajectory shows the
     governor's response."""
     import cupy as cp  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
 
     n_sm = sm_count()
     smem = WGMMA_OPERAND_BYTES + 1024
@@ -264,7 +262,6 @@ def step_point(idle_before_s: float, on_s: float, idle_after_s: float, launch_s:
     """(h) step load at the fastest sampling: idle -> 100% f16 burner at t_on -> idle at t_off.
     Compares each power reading's lag with the energy counter's derivative."""
     import cupy as cp  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
 
     n_sm = sm_count()
     smem = WGMMA_OPERAND_BYTES + 1024

@@ -24,6 +24,7 @@ import traceback
 
 from validation.power import benches
 from validation.power.nvml_sampler import power_limits
+from validation.provenance import device_provenance
 
 COMPILE_S = 60.0       # allowance for nvcc (both sources in parallel; ~2 s seen on 2 CPU cores)
 SETUP_S = 3.0          # per point: child process, CUDA context, module load, sampler start/stop
@@ -66,8 +67,6 @@ def planned_seconds(points: list[dict]) -> float:
 
 def provenance() -> dict:
     """device_provenance (validation/provenance.py) plus NVML's power limits and max clocks (read)."""
-    from validation.provenance import device_provenance  # noqa: PLC0415  (needs cupy: GPU machine)
-
     try:
         prov = device_provenance()
     except Exception as exc:  # noqa: BLE001
