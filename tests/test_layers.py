@@ -201,6 +201,15 @@ def test_hopsim_units_form_a_dag_in_the_declared_order():
     assert not bad, "imports against the order of HOPSIM_LAYERS:\n" + "\n".join(bad)
 
 
+def test_modules_import_each_other_without_cycles():
+    """Within a package too: no module-level import cycle between modules (Python would hand one
+    of them a half-initialised module)."""
+    cyc = _cycle(_graph((i.src, i.target, i) for i in ALL
+                        if _top(i.target) in PACKAGES and i.src != i.target and not i.in_function
+                        and not i.src.startswith(i.target + ".")))
+    assert cyc is None, "module import cycle: " + " -> ".join(cyc)
+
+
 def test_validation_is_the_gpu_side_without_the_simulator():
     bad = [i.where() for i in ALL if _top(i.src) == "validation" and _top(i.target) in {"hopsim", "simpy"}]
     assert not bad, "validation/ must run without hopsim and simpy:\n" + "\n".join(bad)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import pathlib
 import sys
 
 from hopsim import __version__
-from isa.errors import HopsimError
+from isa.errors import HopsimError, InputError
 
 # Subcommand modules, in the order `hopsim --help` lists them. A module that is not there yet is
 # skipped, so the CLI grows one module at a time.
@@ -39,6 +41,14 @@ EXAMPLES = """examples:
 
 Each command has its own --help with examples (hopsim simulate gemm --help). Bad input gives one
 line on stderr and exit status 2. User guides: docs/guide/*.md."""
+
+
+def _writable(field: str, path: str | None) -> None:
+    """Fail before simulating when an output file cannot be created (no traceback at the end)."""
+    if path:
+        parent = pathlib.Path(path).resolve().parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise InputError(field, path, f"a file in an existing, writable directory ({parent} is not)")
 
 
 class _Parser(argparse.ArgumentParser):

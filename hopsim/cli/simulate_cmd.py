@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from hopsim import gemm_sim, sweep
-from hopsim.cli import _Parser, sweep_cmd
+from hopsim.cli import _Parser, _writable, sweep_cmd
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
@@ -118,14 +118,6 @@ def _activity(args, desc: str):
 def _png(field: str, path: str | None) -> None:
     if path and not path.lower().endswith(".png"):
         raise InputError(field, path, "a file name ending in .png")
-
-
-def _writable(field: str, path: str | None) -> None:
-    """Fail before simulating when an output file cannot be created (no traceback at the end)."""
-    if path:
-        parent = pathlib.Path(path).resolve().parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise InputError(field, path, f"a file in an existing, writable directory ({parent} is not)")
 
 
 def _launch_rows(run) -> dict:

@@ -19,7 +19,7 @@ import pathlib
 import sys
 
 from hopsim import sweep
-from hopsim.cli.simulate_cmd import _writable
+from hopsim.cli import _writable
 from hopsim.gemm_sim import ROW_COLUMNS, ROW_PREFIXES
 from hopsim.plots import plot_sweep
 from hopsim.validate.run_compare import hardware_points
