@@ -28,6 +28,7 @@ CUDA guide TMA swizzle table (repeats after 256/512/1024 B) [CPG-SWZ]; descripto
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,6 +76,17 @@ class Swizzle:
 
     def __str__(self) -> str:
         return f"Swizzle<{self.B},{self.M},{self.S}>"
+
+    @classmethod
+    def parse(cls, text: str, field: str = "swizzle") -> "Swizzle":
+        """'Swizzle<3,4,3>' (CuTe's spelling; 'Sw<3,4,3>' too, spaces allowed) -> Swizzle(3, 4, 3)."""
+        m = re.fullmatch(r"\s*(?:Swizzle|Sw)\s*<\s*(\d{1,2})\s*,\s*(\d{1,2})\s*,\s*(-?\d{1,2})\s*>\s*", str(text))
+        if not m:
+            raise InputError(field, text, "Swizzle<B,M,S> with small integers, e.g. Swizzle<3,3,3>")
+        try:
+            return cls(*(int(g) for g in m.groups()))
+        except InputError as exc:
+            raise InputError(field, text, f"a valid CuTe swizzle ({exc.allowed})") from None
 
 
 class SwizzleMode(enum.Enum):
