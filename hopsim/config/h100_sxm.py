@@ -6,7 +6,7 @@ Two groups, kept apart:
   replaced by a ``measured:`` value when `hopsim validate calibrate` turns the microbenchmark records
   (validation/records/h100/microbench__*.json) into `h100_sxm_calibrated.json` beside this file.
 
-Sources cited as [KEY] are listed in shared/reference/hopper-facts.md §12.
+Sources cited in brackets (e.g. the Luo et al. paper) are listed in docs/references.md.
 """
 
 from __future__ import annotations
