@@ -33,7 +33,10 @@ from typing import Any
 import numpy as np
 
 from hopsim.config import load_gpu
+from hopsim.config.power import tensor_variant
 from hopsim.gemm_setup import read_result, reference, setup_gemm
+from hopsim.power.model import Events, PowerModel
+from hopsim.power.solve import ClockSolution, ClockSolver, parse_clock
 from hopsim.timing.runner import simulate
 from isa.errors import HopsimError, InputError
 from kernels.gemm import build_gemm
@@ -58,6 +61,9 @@ class GemmRun:
     wall_s: float
     notes: list[str] = field(default_factory=list)
     check: dict | None = None         # {"rel_err", "max_abs_err", "tolerance", "ok"}
+    clock: ClockSolution | None = None  # boost and sustained points (simulate_gemm_clocked)
+    power_w: float | None = None      # predicted board power at the result's clock
+    energy_mj: float | None = None    # predicted energy of one launch at the result's clock
 
     @property
     def cycles(self) -> int:
@@ -81,6 +87,8 @@ class GemmRun:
                   "params": self.params.to_dict()})
         if self.check is not None:
             r["check"] = self.check
+        if self.clock is not None:
+            r.update(clock_fields(self))
         return r
 
 
@@ -138,6 +146,57 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
     return run
 
 
+# --------------------------------------------------------------------------- clocks
+
+
+def clock_fields(run: GemmRun) -> dict:
+    """The clock/power columns of a clocked run (JSON and sweep rows)."""
+    sol = run.clock
+    tf_w = run.tflops / run.power_w if run.power_w else None
+    return {"clock_mhz": run.result.clock_mhz, "time_ms_boost": sol.boost.time_ms,
+            "time_ms_sustained": sol.sustained.time_ms, "sustained_clock_mhz": sol.sustained.mhz,
+            "power_w": run.power_w, "energy_mj": run.energy_mj, "tflops_per_w": tf_w,
+            "power_w_boost": sol.boost.power_w, "power_w_sustained": sol.sustained.power_w,
+            "power": {"boost": sol.boost.to_json(), "sustained": sol.sustained.to_json(),
+                      "limit": sol.limit, "simulations": sol.simulations,
+                      "single_launch_boost": sol.single_launch_boost,
+                      "governor_reaction_s": sol.reaction_s}}
+
+
+def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained", *, mode: str = "auto",
+                          check: bool = False, trace: bool = False, seed: int = 0,
+                          power: PowerModel | None = None) -> GemmRun:
+    """`simulate_gemm` at the clock `clock` ('sustained': the highest supported clock within the
+    power model's limits, hopsim/power/solve.py; 'boost': the maximum; or MHz), with the boost
+    and sustained points and the predicted power/energy attached (run.clock, run.power_w).
+    The clock solve re-times the launch at candidate clocks (cached by clock); check/trace
+    runs once more at the chosen clock when they are asked for."""
+    gpu = gpu or load_gpu()
+    pm = power or PowerModel.load(gpu.name)
+    choice = parse_clock(clock, pm)
+    variant = tensor_variant(params.dtype, params.accum)
+    runs: dict[float, GemmRun] = {}
+    solve_mode = "fast" if mode == "auto" else mode
+
+    def at(mhz: float):
+        runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed)
+        return runs[mhz].result
+
+    solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm)
+    sol = solver.solve()
+    mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(choice, choice)
+    pt = solver.point(mhz)
+    wall = sum(r.wall_s for r in runs.values())
+    if check or trace:
+        run = simulate_gemm(params, gpu.at_clock(mhz), mode=mode, check=check, trace=trace, seed=seed)
+        wall += run.wall_s
+    else:
+        run = runs[float(mhz)]
+    run.wall_s = wall
+    run.clock, run.power_w, run.energy_mj = sol, pt.power_w, pt.energy_mj
+    return run
+
+
 # --------------------------------------------------------------------------- sweeps
 
 _POINT_KEYS = {f.name for f in dataclasses.fields(GemmParams)}
@@ -145,14 +204,15 @@ _POINT_KEYS = {f.name for f in dataclasses.fields(GemmParams)}
 
 def params_of(point: dict) -> GemmParams:
     """GemmParams from a sweep point (unknown keys other than `gpu` are an error)."""
-    d = {k: v for k, v in point.items() if k not in ("gpu", "sm_clock_mhz")}
+    d = {k: v for k, v in point.items() if k not in ("gpu", "sm_clock_mhz", "clock")}
     return GemmParams.from_dict(d)
 
 
 #: The columns every sweep row of `simulate_point` has (besides its knobs); busy_<unit> and
 #: wait_<role>_<reason> columns follow the run (ROW_PREFIXES).
 ROW_COLUMNS = ("cycles", "time_ms", "tflops", "ctas_per_sm", "waves", "limiting", "bytes_hbm",
-               "bytes_l2", "bank_conflicts", "sim_wall_s")
+               "bytes_l2", "bank_conflicts", "sim_wall_s", "clock_mhz", "time_ms_boost",
+               "time_ms_sustained", "sustained_clock_mhz", "power_w", "energy_mj", "tflops_per_w")
 ROW_PREFIXES = ("busy_", "wait_")
 
 
@@ -163,6 +223,8 @@ def flat_row(run: GemmRun) -> dict:
            "ctas_per_sm": r.ctas_per_sm, "waves": r.waves, "limiting": r.limiting,
            "bytes_hbm": r.bytes_hbm, "bytes_l2": r.bytes_l2, "bank_conflicts": r.bank_conflicts,
            "sim_wall_s": round(run.wall_s, 3)}
+    if run.clock is not None:
+        row.update({k: v for k, v in clock_fields(run).items() if k != "power"})
     for unit, v in r.busy.items():
         row[f"busy_{unit}"] = round(float(v), 4)
     for role, d in r.roles.items():
@@ -172,6 +234,9 @@ def flat_row(run: GemmRun) -> dict:
 
 
 def simulate_point(point: dict) -> dict:
-    """Sweep function: simulate the GEMM configuration `point` (fast mode) -> flat result row."""
-    gpu = load_gpu(point.get("gpu") or "h100_sxm").at_clock(point.get("sm_clock_mhz"))
-    return flat_row(simulate_gemm(params_of(point), gpu))
+    """Sweep function: simulate the GEMM configuration `point` (fast mode) -> flat result row,
+    at the point's `clock` (sustained | boost | MHz; default sustained), or at `sm_clock_mhz`
+    when the point has one (a record's measured clock: the `--compare-records` basis)."""
+    gpu = load_gpu(point.get("gpu") or "h100_sxm")
+    clock = point.get("sm_clock_mhz") or point.get("clock") or "sustained"
+    return flat_row(simulate_gemm_clocked(params_of(point), gpu, clock))

@@ -6,6 +6,8 @@ import argparse
 import json
 
 from hopsim.config import GPUS, GpuConfig, load_gpu
+from hopsim.config.power import load_power
+from hopsim.fingerprint import model_fingerprint
 
 EXAMPLE = """examples:
   hopsim config show h100_sxm            # table: field, value, unit, source kind, meaning
@@ -24,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("gpu", nargs="?", default="h100_sxm", choices=sorted(GPUS), help="GPU config name")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.add_argument("--assumed", action="store_true", help="only fields whose source is 'assumed'")
-    show.add_argument("--uncalibrated", action="store_true", help="ignore h100_sxm_calibrated.json")
+    show.add_argument("--uncalibrated", action="store_true",
+                      help="ignore h100_sxm_calibrated.json and h100_sxm_power_calibrated.json")
     show.set_defaults(func=_show)
     schema = csub.add_parser("schema", help="JSON schema of the GPU config", epilog=EXAMPLE,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -32,9 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
-def _rows(cfg: GpuConfig, only_assumed: bool):
-    for group in ("spec", "timing"):
-        for name, prm in getattr(cfg, group).params().items():
+def _rows(cfg: GpuConfig, only_assumed: bool, calibrated: bool = True):
+    groups = {"spec": cfg.spec, "timing": cfg.timing, "power": load_power(cfg.name, calibrated=calibrated)}
+    for group, params in groups.items():
+        for name, prm in params.params().items():
             if only_assumed and prm.kind != "assumed":
                 continue
             yield group, name, prm
@@ -42,14 +46,16 @@ def _rows(cfg: GpuConfig, only_assumed: bool):
 
 def _show(args) -> int:
     cfg = load_gpu(args.gpu, calibrated=not args.uncalibrated)
-    rows = list(_rows(cfg, args.assumed))
+    rows = list(_rows(cfg, args.assumed, not args.uncalibrated))
+    fp = model_fingerprint()
     if args.json:
-        out: dict = {"name": cfg.name}
+        out: dict = {"name": cfg.name, "model_fingerprint": fp}
         for group, name, prm in rows:
             out.setdefault(group, {})[name] = prm.model_dump()
         print(json.dumps(out, indent=1))
         return 0
     print(f"GPU config {cfg.name}  (source kinds: spec, ptx, measured, literature, derived, assumed)")
+    print(f"model fingerprint (SHA-256 of config + calibrations + timing/power sources): {fp}")
     w = max(len(n) for _, n, _ in rows) if rows else 10
     for group, name, prm in rows:
         val = f"{prm.value:g}"

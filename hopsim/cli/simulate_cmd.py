@@ -11,6 +11,7 @@ maps from flags or a `--launch spec.yaml`; outputs can be saved as .npy.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import pathlib
@@ -27,6 +28,8 @@ from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
 from hopsim.plots import first_cta_windows, plot_sweep, plot_timeline
+from hopsim.power.model import Events, PowerModel
+from hopsim.power.solve import ClockSolver, parse_clock
 from hopsim.progress import Activity
 from hopsim.summary import format_summary
 from hopsim.timing.runner import simulate
@@ -92,6 +95,10 @@ def gemm_parser() -> argparse.ArgumentParser:
         extra = " (also warp-specialized)" if kn.name == "variant" else ""
         g.add_argument(f"--{kn.flag}", dest=f"knob_{kn.name}", metavar="V",
                        help=f"{kn.help}; {domain}{extra}")
+    g.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
+                   help="SM clock: sustained (default; the highest supported clock within the "
+                        "power model's limits, what a benchmark loop sees), boost (1980 MHz, a "
+                        "single short launch) or MHz")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON object (a list for a sweep)")
     o.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
@@ -153,8 +160,23 @@ def _timeline(run, path: str, window: int | None) -> None:
                   total_cycles=res.cycles)
 
 
+def clock_notes(run) -> list[str]:
+    """The boost and sustained times, the chosen clock's power and energy (issue 13)."""
+    sol = run.clock
+    r = run.result
+    lines = [sol.summary(),
+             f"at {r.clock_mhz:.0f} MHz: {run.power_w:.0f} W, {run.energy_mj:.4g} mJ per launch, "
+             f"{run.tflops / run.power_w:.3g} TFLOP/s per W (power model, random data)"]
+    if sol.single_launch_boost:
+        lines.append(f"a single launch ({sol.boost.time_ms:.3g} ms) ends before the clock governor "
+                     f"reacts (~{sol.reaction_s * 1e3:.0f} ms): it runs at boost; a loop settles "
+                     "at the sustained clock")
+    return lines
+
+
 def run_gemm(argv: list[str]) -> int:
     args = gemm_parser().parse_args(argv)
+    clock = parse_clock(args.clock, PowerModel.load())
     for f in ("plot", "sweep_plot"):
         _png(f.replace("_", "-"), getattr(args, f))
     for f in ("trace", "plot", "sweep_plot"):
@@ -164,13 +186,13 @@ def run_gemm(argv: list[str]) -> int:
     overrides = {kn.name: getattr(args, f"knob_{kn.name}") for kn in sweep.KNOBS
                  if getattr(args, f"knob_{kn.name}") is not None}
     grid = sweep.make_grid(sweep=overrides)
-    points = grid.points()
+    points = [{**p, "clock": clock} for p in grid.points()]
     if len(points) == 1:
         params = gemm_sim.params_of(points[0])
         gpu = load_gpu(points[0].get("gpu") or "h100_sxm")
         with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):
-            run = gemm_sim.simulate_gemm(params, gpu, mode=args.mode, check=args.check,
-                                         trace=bool(args.trace or args.plot))
+            run = gemm_sim.simulate_gemm_clocked(params, gpu, clock, mode=args.mode, check=args.check,
+                                                 trace=bool(args.trace or args.plot))
             if args.trace:
                 run.result.trace.write(args.trace)
             if args.plot:
@@ -178,7 +200,8 @@ def run_gemm(argv: list[str]) -> int:
         if args.json:
             print(json.dumps(run.to_json()))
         else:
-            notes = list(run.notes) + [f"simulated in {run.wall_s:.1f} s ({run.mode} mode)"]
+            notes = clock_notes(run) + list(run.notes) + [
+                f"simulated in {run.wall_s:.1f} s ({run.mode} mode, {run.clock.simulations} clocks)"]
             if run.check:
                 notes.append(f"check: relative error {run.check['rel_err']:.2e} against numpy "
                              f"(allowed {run.check['tolerance']:.1e}): OK")
@@ -218,8 +241,8 @@ def run_gemm(argv: list[str]) -> int:
         best = min(good, key=lambda r: r["time_ms"])
         pt = {k: best[k] for k in points[0]}
         with _activity(args, "timeline of the fastest point"):
-            run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt),
-                                         load_gpu(pt.get("gpu") or "h100_sxm"), trace=True)
+            run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm")
+                                         .at_clock(best.get("clock_mhz")), trace=True)
             _timeline(run, args.plot, args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)
@@ -245,6 +268,9 @@ def ptx_parser() -> argparse.ArgumentParser:
                    help="write a buffer after the run")
     p.add_argument("--timing-only", action="store_true", help="skip data values (faster)")
     p.add_argument("--gpu", default="h100_sxm")
+    p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
+                   help="SM clock (default sustained: the power model's clock under the limit; "
+                        "tensor energy taken as f16 x f16 -> f32, random data)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--trace", metavar="FILE.json")
     p.add_argument("--plot", metavar="FILE.png")
@@ -322,6 +348,8 @@ def _kv(field: str, item: str) -> tuple[str, str]:
 
 def run_ptx(path_arg: str, argv: list[str]) -> int:
     args = ptx_parser().parse_args(argv)
+    pm = PowerModel.load()
+    clock = parse_clock(args.clock, pm)
     _png("plot", args.plot)
     for f in ("trace", "plot"):
         _writable(f, getattr(args, f))
@@ -409,7 +437,15 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     launch = Launch(grid=grid, block=block, dynamic_smem=smem, params=values)
     gpu = load_gpu(args.gpu)
     with _activity(args, f"simulating {kernel.name}"):
-        res = simulate(kernel, launch, gpu, values=not args.timing_only, gmem=gmem,
+        def at(mhz: float):  # the clock solve's runs, each on a copy of the inputs
+            return simulate(kernel, launch, gpu.at_clock(mhz), values=not args.timing_only,
+                            gmem=copy.deepcopy(gmem), max_cycles=args.max_cycles)
+
+        solver = ClockSolver(at, lambda r: Events.from_result(r, "f16f32", int(gpu.spec.num_sms.value)), pm)
+        sol = solver.solve()
+        mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
+        pt = solver.point(mhz)
+        res = simulate(kernel, launch, gpu.at_clock(mhz), values=not args.timing_only, gmem=gmem,
                        trace=bool(args.trace or args.plot), max_cycles=args.max_cycles)
     for name, out in save.items():
         arr = arrays[name]
@@ -419,10 +455,16 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     if args.plot:
         plot_timeline(res.trace, args.plot, title=kernel.name, clock_mhz=res.clock_mhz,
                       total_cycles=res.cycles)
+    power = {"time_ms_boost": sol.boost.time_ms, "time_ms_sustained": sol.sustained.time_ms,
+             "sustained_clock_mhz": sol.sustained.mhz, "power_w": pt.power_w, "energy_mj": pt.energy_mj,
+             "power": {"boost": sol.boost.to_json(), "sustained": sol.sustained.to_json(),
+                       "limit": sol.limit, "single_launch_boost": sol.single_launch_boost}}
     if args.json:
-        print(json.dumps(res.to_json()))
+        print(json.dumps({**res.to_json(), **power}))
     else:
-        notes = [f"saved {n} to {f}" for n, f in save.items()]
+        notes = [sol.summary(), f"at {mhz:.0f} MHz: {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per "
+                 "launch (power model: tensor energy of f16 -> f32, random data)"]
+        notes += [f"saved {n} to {f}" for n, f in save.items()]
         print(format_summary(res, title=f"{kernel.name} ({path.name})", notes=notes,
                              launch={"Grid Size": ("", "x".join(map(str, grid))),
                                      "Block Size": ("", "x".join(map(str, block))),

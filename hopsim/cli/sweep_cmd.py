@@ -22,6 +22,8 @@ from hopsim import sweep
 from hopsim.cli import _writable
 from hopsim.gemm_sim import ROW_COLUMNS, ROW_PREFIXES
 from hopsim.plots import plot_sweep
+from hopsim.power.model import PowerModel
+from hopsim.power.solve import parse_clock
 from hopsim.validate.run_compare import hardware_points
 from isa.errors import InputError
 from kernels.params import GemmParams
@@ -69,7 +71,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     o.add_argument("--plot", metavar="FILE.png", help="plot y against a swept knob")
     o.add_argument("--plot-knob", metavar="KNOB", help="x axis of --plot (default: first swept knob)")
-    o.add_argument("--y", default="time_ms", help="column to plot and tabulate (default time_ms)")
+    o.add_argument("--y", default="time_ms", help="column to plot and tabulate (default time_ms; "
+                   "e.g. tflops, tflops_per_w, power_w, clock_mhz)")
+    r.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
+                   help="SM clock of every point (default sustained: the power model's clock "
+                        "under the 700 W limit; boost: 1980 MHz; or MHz)")
     o.add_argument("--compare-records", nargs="?", const="", default=None, metavar="DIR",
                    help="match points with H100 records (default validation/records/h100): adds "
                         "hw_time_ms / hw_error_pct and draws them on --plot")
@@ -109,7 +115,7 @@ CLOCK_BASIS = ("clock basis: a point with an H100 record is simulated at the SM 
                "(1980 MHz)")
 #: Columns where smaller is better (speed-up = first / value) and where larger is (value / first).
 LOWER_IS_BETTER = ("time_ms", "cycles", "sim_wall_s")
-HIGHER_IS_BETTER = ("tflops",)
+HIGHER_IS_BETTER = ("tflops", "tflops_per_w")
 
 
 def _records(dir_arg: str) -> list:
@@ -234,7 +240,8 @@ def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None, header: st
     knobs = grid.swept or []
     cols = ["tile" if k == "tile" else k for k in knobs]
     first = next((r.get(y) for r in rows if isinstance(r.get(y), (int, float))), None)
-    extra = [c for c in ("tflops", "ctas_per_sm_result", "waves", "cycles", "sm_clock_mhz",
+    extra = [c for c in ("tflops", "clock_mhz", "power_w", "tflops_per_w", "time_ms_boost",
+                         "ctas_per_sm_result", "waves", "cycles", "sm_clock_mhz",
                          f"hw_{y}", "hw_error_pct", "hw_cycles", "hw_cycles_error_pct")
              if c != y and any(c in r for r in rows)]
     has_err = any(r.get("error") for r in rows)
@@ -291,6 +298,7 @@ def run(args) -> int:
     for f in ("out", "plot"):  # before simulating; no directory is created
         _writable(f, getattr(args, f))
     _check_y_before(args.y, args.fn)
+    clock = parse_clock(args.clock, PowerModel.load())
     grid = _grid(args)
     plot_knob = None
     if args.plot:
@@ -299,7 +307,7 @@ def run(args) -> int:
         if plot_knob is None:
             raise InputError("plot", args.plot, "a sweep with at least one knob taking several "
                              "values (e.g. --stages 1-6), or --plot-knob")
-    points = grid.points()
+    points = [{**p, "clock": clock} for p in grid.points()]
     ok_idx, bad, first_err = _check_points(points)
     if args.list:
         for i, p in enumerate(points):

@@ -17,7 +17,7 @@ import sys
 
 from hopsim.cli import _Parser
 from hopsim.validate.calibrate import DEFAULT_OUT, as_json, calibrate, table, write_calibrated
-from hopsim.validate.run_compare import compare_records
+from hopsim.validate.run_compare import clock_summary, compare_records
 from isa.errors import InputError
 from validation.bank_truth import main as bank_main
 from validation.gemm_runs import SWEEPS, main as gemm_main
@@ -135,7 +135,11 @@ def run_compare(args) -> int:
     out = compare_records(args.out, records_dir=records, jobs=args.jobs,
                           progress=not args.no_progress, use_cache=not args.no_cache, only=args.only)
     g = out.gemm.overall
-    summary = {"configurations": g.n, "mape_pct": g.mape_pct, "worst_error_pct": g.worst_error_pct,
+    gp = out.gemm_predicted.overall
+    cs = clock_summary(out.clocks)
+    summary = {"predicted_clock_time_mape_pct": gp.mape_pct, "predicted_clock_worst_error_pct": gp.worst_error_pct,
+               "predicted_clock_spearman": gp.spearman, **cs, "model_fingerprint": out.fingerprint,
+               "configurations": g.n, "mape_pct": g.mape_pct, "worst_error_pct": g.worst_error_pct,
                "worst": g.worst_label, "spearman": g.spearman, "mean_error_pct": g.mean_error_pct,
                "time_mape_pct": out.gemm_time.overall.mape_pct,
                "shapes": {k: out.gemm.shape_counts(k) for k in out.gemm.shapes},
@@ -146,7 +150,12 @@ def run_compare(args) -> int:
     if args.json:
         print(json.dumps(summary))
         return 0
-    print(f"clock basis: {VALIDATE_CLOCK_BASIS}")
+    print(f"model fingerprint: {out.fingerprint}")
+    print(f"GEMM time at the PREDICTED clock (power model): {gp.n} configurations, MAPE {gp.mape_pct:.1f}%, "
+          f"worst {gp.worst_error_pct:+.1f}% ({gp.worst_label}), Spearman {gp.spearman:.3f}")
+    print(f"  predicted vs measured clock: MAPE {_num(cs['clock_mape_pct'])}% over {cs['clock_n']}; "
+          f"power: MAPE {_num(cs['power_mape_pct'])}% over {cs['power_n']} (records with NVML power)")
+    print(f"diagnostics of the SM model (clock basis: {VALIDATE_CLOCK_BASIS}):")
     print(f"GEMM cycles: {g.n} configurations, MAPE {g.mape_pct:.1f}%, worst {g.worst_error_pct:+.1f}% "
           f"({g.worst_label}), Spearman {g.spearman:.3f}")
     print(f"GEMM time (simulated cycles at each run's measured SM clock): "

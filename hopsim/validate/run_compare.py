@@ -11,15 +11,15 @@ Steps:
 2. Each point is simulated with `hopsim.gemm_sim.simulate_point` (fast mode) on a process pool.
    Results are cached per model fingerprint (a hash of the simulator's sources and calibrated
    config), so re-running the report after a plotting change costs nothing.
-3. Basis. The simulator predicts SM cycles. The H100 lowers its SM clock under heavy tensor load
-   (power management: 1180-1980 MHz in these runs, lower the faster the kernel), which the model
-   does not predict, while L2 and HBM keep their own clocks (their bandwidth is configured in
-   bytes/s). Each point is simulated at the SM clock its own run measured (`HwPoint.sim_clock_mhz`:
-   a run condition, like the problem size, not a fitted number). The primary comparison is in
-   cycles: the `gemm_cycles` record of the same configuration (validation/cycle_profile.py:
+3. Basis. The headline is the real prediction: CUDA-event time against the simulated time at
+   the sustained clock the power model predicts (hopsim/power; calibrated on the power
+   microbenchmarks only), with predicted vs measured clock (and power where the record has
+   `power_samples_summary`; old records: the nvidia-smi clock after the batches, so stated).
+   Diagnostics of the SM model: each point is also simulated at the SM clock its own run measured
+   (`HwPoint.sim_clock_mhz`); cycles: the `gemm_cycles` record (validation/cycle_profile.py:
    clock64 per CTA on the H100, max over SMs of the span from the first CTA start to the last CTA
-   end) against the simulated cycles. Secondary: time (CUDA events of the `gemm` record) against
-   the simulated cycles at that clock.
+   end) against the simulated cycles; time against the simulated cycles at the measured clock.
+   The same simulate_point call gives both (the clock solve caches its simulations by clock).
 4. Subsets. Every GEMM record is held out: the timing parameters come from microbenchmarks only
    (hopsim/validate/calibrate.py). Nothing is fitted to GEMM times.
 5. Also: microbenchmarks simulated vs measured (hopsim/validate/micro_sim.py: rows a calibrated number
@@ -29,7 +29,6 @@ Steps:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pathlib
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from hopsim import sweep
+from hopsim.fingerprint import model_fingerprint
 from hopsim.functional.banks import wavefronts
 from hopsim.cache import cache_dir
 from hopsim.validate.compare import (
@@ -73,14 +73,28 @@ class HwPoint:
     measured_cycles: float | None = None   # gemm_cycles record: clock64 span, max over SMs
     profile_clock_mhz: float | None = None  # gemm_cycles record: clock64 / globaltimer
     ctas_per_sm_seen: int | None = None
+    nvml_clock_mhz: float | None = None    # power_samples_summary: time-weighted SM clock of the window
+    nvml_power_w: float | None = None      # power_samples_summary: time-weighted NVML power
 
     @property
     def sim_clock_mhz(self) -> float | None:
-        """The SM clock the point is simulated at: the one its run measured (clock64 over
-        %globaltimer, else nvidia-smi after the batch), capped at the spec maximum. It is a run
-        condition (the H100 lowers its clock under load), not a fitted number."""
-        c = self.profile_clock_mhz or (self.clock_mhz if self.clock_mhz == self.clock_mhz else None)
+        """The SM clock the point is simulated at for the SM-model diagnostic: the one its run
+        measured (clock64 over %globaltimer, else NVML's time-weighted clock over the timed
+        window, else nvidia-smi after the batch), capped at the spec maximum."""
+        c = self.profile_clock_mhz or self.nvml_clock_mhz or (
+            self.clock_mhz if self.clock_mhz == self.clock_mhz else None)
         return None if not c else round(min(float(c), 1980.0), 1)
+
+    @property
+    def measured_clock(self) -> tuple[float | None, str]:
+        """The clock the predicted clock is compared with, and where it comes from."""
+        if self.nvml_clock_mhz:
+            return self.nvml_clock_mhz, "NVML time-weighted over the timed window"
+        if self.profile_clock_mhz:
+            return self.profile_clock_mhz, "clock64 / %globaltimer (cycle profile)"
+        if self.clock_mhz == self.clock_mhz:
+            return self.clock_mhz, "nvidia-smi right after the timed batches (old record)"
+        return None, "none"
 
     @property
     def key(self) -> str:
@@ -107,6 +121,8 @@ def hardware_points(records_dir: pathlib.Path | None = None) -> list[HwPoint]:
         recs = groups[key]
         clocks = [float(r["sm_clock_mhz_after"]) for r in recs if r.get("sm_clock_mhz_after")]
         cyc = cycles.get(key, {})
+        nv_clk = _nvml(recs, "sm_mhz")
+        nv_pow = _nvml(recs, "power_w")
         out.append(HwPoint(params=dict(recs[0]["params"]),
                            measured_ms=float(statistics.median(r["time_ms"] for r in recs)),
                            clock_mhz=float(statistics.median(clocks)) if clocks else float("nan"),
@@ -114,8 +130,16 @@ def hardware_points(records_dir: pathlib.Path | None = None) -> list[HwPoint]:
                            sweeps=tuple(sorted({r.get("sweep", "") for r in recs})),
                            n_records=len(recs), measured_cycles=cyc.get("kernel_cycles"),
                            profile_clock_mhz=cyc.get("clock_mhz"),
-                           ctas_per_sm_seen=cyc.get("ctas_per_sm_seen")))
+                           ctas_per_sm_seen=cyc.get("ctas_per_sm_seen"),
+                           nvml_clock_mhz=nv_clk, nvml_power_w=nv_pow))
     return out
+
+
+def _nvml(recs: list[dict], key: str) -> float | None:
+    """Median over records of power_samples_summary[key].tw_mean (None for old records)."""
+    vals = [float(r["power_samples_summary"][key]["tw_mean"]) for r in recs
+            if (r.get("power_samples_summary") or {}).get(key, {}).get("tw_mean")]
+    return float(statistics.median(vals)) if vals else None
 
 
 def ci_points(points: Sequence[HwPoint]) -> list[HwPoint]:
@@ -132,20 +156,6 @@ def ci_summary(points: Sequence[HwPoint], rows: Sequence[dict]) -> dict:
             "mape_pct": g.mape_pct, "spearman": g.spearman,
             "bound_mape_pct": round(g.mape_pct + CI_MAPE_HEADROOM_PCT, 1),
             "bound_spearman": round(g.spearman - CI_SPEARMAN_HEADROOM, 3)}
-
-
-def model_fingerprint() -> str:
-    """Hash of everything that determines simulated cycles: sources of isa/, kernels/, hopsim/
-    (timing, functional, config, gemm_setup, gemm_sim) and the calibrated config JSON."""
-    h = hashlib.sha1()
-    for sub in ("isa", "kernels", "hopsim/timing", "hopsim/functional", "hopsim/config",
-                "hopsim/gemm_setup.py", "hopsim/gemm_sim.py"):
-        p = ROOT / sub
-        files = [p] if p.is_file() else sorted(list(p.rglob("*.py")) + list(p.rglob("*.json")))
-        for f in files:
-            h.update(str(f.relative_to(ROOT)).encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]
 
 
 def _cache_path(fp: str) -> pathlib.Path:
@@ -186,17 +196,24 @@ class CompareOutput:
     failed: list = field(default_factory=list)
     report_path: pathlib.Path | None = None
     fingerprint: str = ""
+    gemm_predicted: GemmComparison | None = None  # CUDA-event ms vs time at the PREDICTED clock
+    clocks: list = field(default_factory=list)    # per point: predicted vs measured clock/power
 
 
 def entries(points: Sequence[HwPoint], rows: Sequence[dict], *, basis: str = "cycles") -> list[Entry]:
-    """GEMM entries. basis "cycles": H100 clock64 cycles vs simulated cycles (points without a
-    cycle profile are left out); "observed": CUDA-event ms vs simulated cycles at the profiled
-    clock."""
+    """GEMM entries. basis "predicted": CUDA-event ms vs the simulated time at the clock the
+    power model predicts (sustained: the real prediction); "cycles": H100 clock64 cycles vs
+    simulated cycles (points without a cycle profile are left out); "observed": CUDA-event ms vs
+    simulated cycles at the measured clock (diagnostics of the SM model)."""
     out = []
     for p, r in zip(points, rows):
         if r.get("error") or not r.get("cycles"):
             continue
-        if basis == "cycles":
+        if basis == "predicted":
+            if not r.get("time_ms_sustained"):
+                continue
+            measured, sim = p.measured_ms, float(r["time_ms_sustained"])
+        elif basis == "cycles":
             if not p.measured_cycles:
                 continue
             measured, sim = float(p.measured_cycles), float(r["cycles"])
@@ -204,7 +221,7 @@ def entries(points: Sequence[HwPoint], rows: Sequence[dict], *, basis: str = "cy
             clock = p.sim_clock_mhz or 1980.0
             measured, sim = p.measured_ms, float(r["cycles"]) / (clock * 1e3)
         else:
-            raise ValueError(f"basis {basis!r}: 'cycles' or 'observed'")
+            raise ValueError(f"basis {basis!r}: 'predicted', 'cycles' or 'observed'")
         cfg = dict(p.params)
         cfg["shape"] = f"{p.params['m']}x{p.params['n']}x{p.params['k']}"
         out.append(Entry(cfg, measured, sim, HELD_OUT, p.label))
@@ -246,9 +263,11 @@ def compare_records(out_dir: str | os.PathLike | None = None, *, records_dir=Non
     failed = [(p.label, r["error"]) for p, r in zip(points, rows) if r.get("error")]
     g = compare_gemm(entries(points, rows), knobs=SHAPE_KNOBS)
     gt = compare_gemm(entries(points, rows, basis="observed"), knobs=())
+    gp = compare_gemm(entries(points, rows, basis="predicted"), knobs=SHAPE_KNOBS)
     mrows = micro_rows() if micro else []
     brow = compare_bank(bank_rows()) if bank else None
-    out = CompareOutput(g, gt, mrows, brow, failed, fingerprint=model_fingerprint())
+    out = CompareOutput(g, gt, mrows, brow, failed, fingerprint=model_fingerprint(),
+                        gemm_predicted=gp, clocks=clock_rows(points, rows))
     if out_dir is not None:
         pre = preamble(out, points)
         out.report_path = write_report(g, out_dir, micro=mrows, bank=brow, preamble=pre,
@@ -261,7 +280,10 @@ def compare_records(out_dir: str | os.PathLike | None = None, *, records_dir=Non
                     f"**{ci['bound_mape_pct']:.1f}%** or Spearman falls below **{ci['bound_spearman']:.3f}** "
                     f"(headroom {CI_MAPE_HEADROOM_PCT:g} points / {CI_SPEARMAN_HEADROOM:g}: a regression guard, "
                     "not the issue's target).\n")
+        with open(out.report_path, "a") as f:
+            f.write(clock_section(out.clocks))
         data = {"fingerprint": out.fingerprint, "ci": ci, "cycles": g.overall.row(),
+                "time_predicted_clock": gp.overall.row(), "clocks": out.clocks,
                 "time_profiled_clock": gt.overall.row(),
                 "failed": failed,
                 "points": [{"label": p.label, "params": p.params, "measured_ms": p.measured_ms,
@@ -273,26 +295,88 @@ def compare_records(out_dir: str | os.PathLike | None = None, *, records_dir=Non
     return out
 
 
+def clock_rows(points: Sequence[HwPoint], rows: Sequence[dict]) -> list[dict]:
+    """Per point: predicted (sustained) clock and power against the measured ones."""
+    out = []
+    for p, r in zip(points, rows):
+        if r.get("error") or not r.get("sustained_clock_mhz"):
+            continue
+        mclk, src = p.measured_clock
+        pc, pp = float(r["sustained_clock_mhz"]), r.get("power_w_sustained")
+        out.append({"label": p.label, "predicted_clock_mhz": pc, "measured_clock_mhz": mclk,
+                    "measured_clock_source": src,
+                    "clock_error_pct": 100.0 * (pc - mclk) / mclk if mclk else None,
+                    "predicted_power_w": pp, "measured_power_w": p.nvml_power_w,
+                    "power_error_pct": (100.0 * (pp - p.nvml_power_w) / p.nvml_power_w
+                                        if pp and p.nvml_power_w else None),
+                    "predicted_ms": r.get("time_ms_sustained"), "measured_ms": p.measured_ms,
+                    "time_error_pct": (100.0 * (r["time_ms_sustained"] - p.measured_ms) / p.measured_ms
+                                       if r.get("time_ms_sustained") else None)})
+    return out
+
+
+def clock_summary(clocks: Sequence[dict]) -> dict:
+    """Mean absolute clock and power errors (%) over the points that have them."""
+    def mae(key):
+        v = [abs(c[key]) for c in clocks if c.get(key) is not None]
+        return (sum(v) / len(v), len(v)) if v else (None, 0)
+    (ce, cn), (pe, pn) = mae("clock_error_pct"), mae("power_error_pct")
+    return {"clock_mape_pct": ce, "clock_n": cn, "power_mape_pct": pe, "power_n": pn}
+
+
+def _f(v, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def clock_section(clocks: Sequence[dict]) -> str:
+    s = clock_summary(clocks)
+    lines = ["", "## Predicted vs measured clock and power (power model, hopsim/power)", "",
+             f"Clock MAPE {_f(s['clock_mape_pct'], '.1f')}% over {s['clock_n']} configurations; power "
+             f"MAPE {_f(s['power_mape_pct'], '.1f')}% over {s['power_n']} (only records with "
+             "`power_samples_summary` have a measured power; old records give the clock nvidia-smi "
+             "read right after the timed batches, stated per row).", "",
+             "| configuration | predicted MHz | measured MHz | clock err % | predicted W | measured W "
+             "| predicted ms | measured ms | time err % | measured clock from |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in clocks:
+        lines.append(f"| `{c['label']}` | {c['predicted_clock_mhz']:.0f} | {_f(c['measured_clock_mhz'], '.0f')} "
+                     f"| {_f(c['clock_error_pct'], '+.1f')} | {_f(c['predicted_power_w'], '.0f')} "
+                     f"| {_f(c['measured_power_w'], '.0f')} | {_f(c['predicted_ms'], '.4g')} "
+                     f"| {c['measured_ms']:.4g} | {_f(c['time_error_pct'], '+.1f')} | {c['measured_clock_source']} |")
+    return "\n".join(lines) + "\n"
+
+
 def preamble(out: CompareOutput, points: Sequence[HwPoint]) -> str:
     g, gt = out.gemm.overall, out.gemm_time.overall
+    gp = out.gemm_predicted.overall if out.gemm_predicted else None
+    cs = clock_summary(out.clocks)
+    head = [] if gp is None else [
+        f"**Headline (time at the predicted clock, the real prediction): MAPE {gp.mape_pct:.1f}%, "
+        f"worst {gp.worst_error_pct:+.1f}% (`{gp.worst_label}`), Spearman {gp.spearman:.3f} over "
+        f"{gp.n} configurations.** Each configuration is simulated at the sustained clock the power "
+        f"model predicts (hopsim/power: highest supported clock within the 700 W limit); predicted "
+        f"clock vs measured: MAPE {_f(cs['clock_mape_pct'], '.1f')}% ({cs['clock_n']} points), power "
+        f"{_f(cs['power_mape_pct'], '.1f')}% ({cs['power_n']} points with NVML power).", "",
+        "The cycle and measured-clock numbers below are **diagnostics of the SM model** (the "
+        "simulation told the clock the run measured), not predictions.", ""]
     n_prof = sum(1 for p in points if p.measured_cycles)
-    lines = [
-        f"Model fingerprint `{out.fingerprint}`; {len(points)} H100 GEMM configurations "
+    lines = head + [
+        f"Model fingerprint (SHA-256) `{out.fingerprint}`; {len(points)} H100 GEMM configurations "
         f"({sum(p.n_records for p in points)} records; repeated configurations merged by median), "
         f"{n_prof} of them with a cycle profile.",
         "",
         "**Every GEMM configuration is held out**: the timing parameters were calibrated on "
         "microbenchmarks only (`hopsim validate calibrate`); nothing was fitted to GEMM times.",
         "",
-        "**Basis.** The simulator predicts SM cycles. Under heavy tensor load the H100 lowers its "
-        "SM clock (power management, not modelled: 1180-1980 MHz in these runs), while L2 and HBM "
+        "**Diagnostic basis.** The simulator predicts SM cycles. Under heavy tensor load the H100 lowers its "
+        "SM clock (power management, predicted by the power model above; 1180-1980 MHz in these runs), while L2 and HBM "
         "keep their own clocks, so memory bandwidth per SM cycle depends on the SM clock. Each "
         "configuration is therefore simulated at the SM clock measured in its own run (clock64 over "
         "%globaltimer; an input condition, like the problem size, not a fitted number), and the "
         "primary comparison is in cycles: clock64 spans measured per SM on the H100 (`gemm_cycles` "
         "records, validation/cycle_profile.py) against simulated cycles.",
         "",
-        f"**Headline (cycles): MAPE {g.mape_pct:.1f}%, worst {g.worst_error_pct:+.1f}% "
+        f"**SM-model diagnostic (cycles at the measured clock): MAPE {g.mape_pct:.1f}%, worst {g.worst_error_pct:+.1f}% "
         f"(`{g.worst_label}`), Spearman {g.spearman:.3f}, mean signed error {g.mean_error_pct:+.1f}% "
         f"over {g.n} configurations.**",
         "",

@@ -1,0 +1,135 @@
+"""Board power of the H100 at an SM clock, from a launch's event counts (hopsim/config/power.py).
+
+    from hopsim.power.model import Events, PowerModel
+    pm = PowerModel.load()
+    ev = Events.from_result(sim_result, variant="f16f32")
+    pm.power_w(1590, ev, seconds=1.2e-3)        # predicted NVML averaged board power, W
+
+The formula (hopsim/config/power.py has it with the fields' sources): a floor, idle and active
+clock power scaling with f v(f)^2, core-rail event energies scaling with v(f)^2, DRAM energies
+not scaling. Event counts are what the simulation counted (hopsim/result.py):
+
+    tensor FLOPs         extra.tensor_flops (else flops), energy by dtype/accumulator, random data
+    L2 -> SM bytes       bytes_l2 + bytes_hbm (every byte an SM reads crosses L2), + bytes_stored
+    HBM read / write     bytes_hbm / bytes_stored (a GEMM's C is written once, write-back to HBM)
+    smem wavefronts      smem_wavefronts (LSU ld/st; direction not counted: mean of ld and st
+                         energies). The wgmma SS operand reads are inside the tensor energy (the
+                         burner is SS), TMA fills inside the L2 byte energy: not counted twice.
+    instructions         the warp instructions every role issued
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from hopsim.config.power import H100Power, load_power
+
+PJ = 1e-12
+
+
+@dataclass(frozen=True)
+class Events:
+    """Event counts of one launch (or, with seconds=1, event rates per second)."""
+
+    tensor_flops: float = 0.0
+    variant: str = "f16f32"
+    l2_bytes: float = 0.0
+    hbm_read_bytes: float = 0.0
+    hbm_write_bytes: float = 0.0
+    smem_wavefronts: float = 0.0          # direction unknown (simulator LSU count)
+    smem_ld_wavefronts: float = 0.0
+    smem_st_wavefronts: float = 0.0
+    instructions: float = 0.0
+    sm_fraction: float = 1.0              # SMs the launch used / SMs of the chip
+    zero_data: bool = False               # all-zero tensor operands (the records' zero points only)
+
+    @classmethod
+    def from_result(cls, res: Any, variant: str = "f16f32", num_sms: int = 132) -> "Events":
+        """The counts of a `hopsim.result.SimResult` (random tensor data assumed)."""
+        extra = res.extra or {}
+        insts = sum(float(r.get("instructions", 0)) for r in (res.roles or {}).values())
+        return cls(tensor_flops=float(extra.get("tensor_flops", res.flops)), variant=variant,
+                   l2_bytes=float(res.bytes_l2 + res.bytes_hbm + res.bytes_stored),
+                   hbm_read_bytes=float(res.bytes_hbm), hbm_write_bytes=float(res.bytes_stored),
+                   smem_wavefronts=float(res.smem_wavefronts), instructions=insts,
+                   sm_fraction=min(1.0, max(0.0, res.sms_used / num_sms)))
+
+    def scaled(self, k: float) -> "Events":
+        """Every count times k (rates of a launch repeated, or per second)."""
+        counts = {f.name: getattr(self, f.name) * k for f in fields(self)
+                  if f.name not in ("variant", "sm_fraction", "zero_data")}
+        return replace(self, **counts)
+
+
+class PowerModel:
+    """Predicted board power and the limits that decide the sustained clock."""
+
+    def __init__(self, params: H100Power):
+        self.p = params
+        self.v = params.values()
+
+    @classmethod
+    def load(cls, gpu: str = "h100_sxm") -> "PowerModel":
+        return cls(load_power(gpu))
+
+    # ---- clocks
+    @property
+    def limit_w(self) -> float:
+        return self.v["power_limit_w"]
+
+    @property
+    def f_max(self) -> float:
+        return self.v["clock_max_mhz"]
+
+    def supported_clocks(self) -> list[float]:
+        """Supported SM clocks, highest first."""
+        hi, lo, step = self.v["clock_max_mhz"], self.v["clock_min_mhz"], self.v["clock_step_mhz"]
+        n = int(round((hi - lo) / step))
+        return [hi - i * step for i in range(n + 1)]
+
+    def voltage(self, mhz: float) -> float:
+        """Relative core voltage v(f) (1 at f_max), the linear clock/voltage relation fitted from
+        the power-capped burners."""
+        v0 = self.v["voltage_intercept"]
+        return v0 + (1.0 - v0) * float(mhz) / self.f_max
+
+    # ---- power
+    def tensor_energy_pj(self, ev: Events) -> float:
+        suffix = "_zero" if ev.zero_data else ""
+        return self.v[f"e_tensor_{ev.variant}{suffix}_pj_per_flop"]
+
+    def breakdown_w(self, mhz: float, ev: Events, seconds: float) -> dict[str, float]:
+        """Power by part (W) at SM clock `mhz` for the counts `ev` taken over `seconds`."""
+        v = self.v
+        s = self.voltage(mhz) ** 2
+        fr = float(mhz) / self.f_max
+        r = ev.scaled(1.0 / seconds)
+        smem_mean = 0.5 * (v["e_smem_ld_pj_per_wavefront"] + v["e_smem_st_pj_per_wavefront"])
+        return {
+            "floor": v["floor_w"],
+            "clock": s * fr * (v["idle_clock_w"] + v["active_base_w"] * ev.sm_fraction),
+            "tensor": s * r.tensor_flops * self.tensor_energy_pj(ev) * PJ,
+            "l2": s * r.l2_bytes * v["e_l2_pj_per_byte"] * PJ,
+            "smem": s * PJ * (r.smem_wavefronts * smem_mean
+                              + r.smem_ld_wavefronts * v["e_smem_ld_pj_per_wavefront"]
+                              + r.smem_st_wavefronts * v["e_smem_st_pj_per_wavefront"]),
+            "instructions": s * r.instructions * v["e_instruction_pj"] * PJ,
+            "dram": PJ * (r.hbm_read_bytes * v["e_dram_read_pj_per_byte"]
+                          + r.hbm_write_bytes * v["e_dram_write_pj_per_byte"]),
+        }
+
+    def power_w(self, mhz: float, ev: Events, seconds: float) -> float:
+        """Predicted board power (W, as the NVML averaged reading in steady state)."""
+        return sum(self.breakdown_w(mhz, ev, seconds).values())
+
+    def tensor_cap_flops(self, variant: str) -> float:
+        return self.v[f"tensor_cap_{variant}_tflops"] * 1e12
+
+    def binding(self, mhz: float, ev: Events, seconds: float) -> str | None:
+        """Which limit the launch exceeds at `mhz` ('power', 'tensor'), None within both."""
+        if self.power_w(mhz, ev, seconds) > self.limit_w:
+            return "power"
+        if ev.tensor_flops / seconds > self.tensor_cap_flops(ev.variant):
+            return "tensor"
+        return None

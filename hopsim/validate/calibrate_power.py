@@ -1,0 +1,229 @@
+"""Power records -> the power model's parameters (hopsim/config/h100_sxm_power_calibrated.json).
+
+    python3 -m hopsim.validate.calibrate_power            # writes the JSON, prints the fit
+    python3 -m hopsim.validate.calibrate_power --check    # exit 1 if the committed JSON differs
+
+Reads ONLY the power microbenchmarks (validation/records/h100/power/: wgmma.jsonl, units.jsonl,
+governor.jsonl, nvidia_smi_q_power_clock.txt, nvidia_smi_supported_clocks.txt); GEMM records are
+never read (they are the held-out set). Each point's steady state is its last 1.5 s
+(`power_steady_summary`): power = time-weighted mean of the NVML averaged reading, clock = the
+time-weighted mean SM clock, rate = `steady_rate_per_s` (events as the record's `event` names them).
+
+| field | rule |
+|---|---|
+| power_limit_w | nvidia_smi_q: "Current Power Limit" |
+| floor_w | nvidia_smi_q: "Average Power Draw" at rest (SM clock 345 MHz, before the run) |
+| idle_clock_w | idle record's steady power (SM clock 1980 MHz right after a load) - floor_w |
+| clock_min/max/step_mhz | supported graphics clocks at the highest memory clock |
+| voltage_intercept | grid search (step 0.01, then 0.001 around the best) minimising the squared power residual of all points; |
+| active_base_w, e_* | for each v0, linear least squares on the 31 wgmma/unit points (the model's |
+|   | own formula, hopsim/power/model.py, gives the design: one column per field) |
+| tensor_cap_*_tflops | the 100%-duty zero-operand burner of that variant: steady rate x 2*64*256*16 |
+| governor_reaction_s | step record: 10% point of the SM clock's fall after load on (lag.sm_mhz.on.t10_s) |
+| power_reading_lag_s | step record: 50% point of the NVML averaged reading's rise (lag.power_w.on.t50_s) |
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+import numpy as np
+
+from hopsim.config.base import Param
+from hopsim.config.power import H100Power, POWER_FILES, TENSOR_VARIANTS
+from hopsim.power.model import Events, PowerModel
+from isa.errors import HopsimError
+from validation.power.records import POWER_RECORDS_DIR, load_all
+
+WGMMA_FLOP = 2 * 64 * 256 * 16
+#: The energies fitted by least squares (the voltage intercept by grid search around them).
+LINEAR_FIELDS = ("active_base_w",) + tuple(
+    f"e_tensor_{v}{z}_pj_per_flop" for v in TENSOR_VARIANTS.values() for z in ("", "_zero")) + (
+    "e_l2_pj_per_byte", "e_dram_read_pj_per_byte", "e_dram_write_pj_per_byte",
+    "e_smem_ld_pj_per_wavefront", "e_smem_st_pj_per_wavefront", "e_instruction_pj")
+
+
+class PowerCalibrationError(HopsimError):
+    """A power record the calibration needs is missing or lacks a field."""
+
+
+def _need(cond, what: str) -> None:
+    if not cond:
+        raise PowerCalibrationError(f"power records ({POWER_RECORDS_DIR}): {what}")
+
+
+def _events(rec: dict) -> Events:
+    """Per-second event rates of one wgmma/unit record (what its `event` field counts)."""
+    rate = float(rec["steady_rate_per_s"])
+    p = rec["params"]
+    if rec["family"] == "wgmma":
+        _need("wgmma m64n256k16" in rec["event"], f"{rec['name']}: event {rec['event']!r}")
+        return Events(tensor_flops=rate * WGMMA_FLOP, variant=p["variant"], zero_data=bool(p["zero"]))
+    unit = p["unit"]
+    by_unit = {
+        "bulk_l2": Events(l2_bytes=rate),
+        "hbm_read": Events(l2_bytes=rate, hbm_read_bytes=rate, instructions=rate / 512),
+        "hbm_copy": Events(l2_bytes=rate, hbm_read_bytes=rate / 2, hbm_write_bytes=rate / 2,
+                           instructions=rate / 512),
+        "smem_ld": Events(smem_ld_wavefronts=rate, instructions=rate),
+        "smem_st": Events(smem_st_wavefronts=rate, instructions=rate),
+        "alu_fma": Events(instructions=rate / 32),
+    }
+    _need(unit in by_unit, f"{rec['name']}: unknown unit {unit!r}")
+    return by_unit[unit]
+
+
+def fit_points(records: list[dict]) -> list[dict]:
+    """The steady points the fit uses: name, power_w, mhz, events (per second)."""
+    pts = []
+    for r in records:
+        if r["family"] not in ("wgmma", "units") or r.get("error") or not r.get("steady_rate_per_s"):
+            continue
+        s = r["power_steady_summary"]
+        pts.append({"name": r["name"], "power_w": float(s["power_w"]["tw_mean"]),
+                    "mhz": float(s["sm_mhz"]["tw_mean"]), "events": _events(r),
+                    "reasons": s.get("reasons", {})})
+    return pts
+
+
+def _smi(records_dir: pathlib.Path) -> dict[str, float]:
+    q = (records_dir / "nvidia_smi_q_power_clock.txt").read_text()
+    limit = re.search(r"Current Power Limit\s*:\s*([\d.]+) W", q)
+    draw = re.search(r"GPU Power Readings\s*\n\s*Average Power Draw\s*:\s*([\d.]+) W", q)
+    sm = re.search(r"\n    Clocks\n(?:.*\n)*?\s*SM\s*:\s*(\d+) MHz", q)
+    _need(limit and draw and sm, "nvidia_smi_q_power_clock.txt lacks the power limit / power draw / SM clock")
+    sup = (records_dir / "nvidia_smi_supported_clocks.txt").read_text()
+    first = sup.split("Memory")[1]  # the graphics clocks listed under the highest memory clock
+    clocks = sorted({int(m) for m in re.findall(r"Graphics\s*:\s*(\d+) MHz", first)})
+    steps = {b - a for a, b in zip(clocks, clocks[1:])}
+    _need(len(clocks) > 2 and len(steps) == 1, "supported graphics clocks are not evenly spaced")
+    return {"limit": float(limit.group(1)), "floor": float(draw.group(1)), "floor_mhz": float(sm.group(1)),
+            "min": float(clocks[0]), "max": float(clocks[-1]), "step": float(steps.pop())}
+
+
+def _with(base: H100Power, values: dict[str, float]) -> PowerModel:
+    return PowerModel(base.with_values({k: {**base.params()[k].model_dump(), "value": float(v)}
+                                        for k, v in values.items()}))
+
+
+def _lstsq(base: H100Power, pts: list[dict], v0: float, fixed: dict[str, float]):
+    """Least squares of the linear fields at voltage intercept v0 -> (values, residuals W)."""
+    zero = {k: 0.0 for k in LINEAR_FIELDS}
+    m0 = _with(base, {**fixed, **zero, "voltage_intercept": v0})
+    cols = [_with(base, {**fixed, **zero, "floor_w": 0.0, "idle_clock_w": 0.0, k: 1.0,
+                         "voltage_intercept": v0}) for k in LINEAR_FIELDS]
+    a = np.array([[m.power_w(p["mhz"], p["events"], 1.0) for m in cols] for p in pts])
+    b = np.array([p["power_w"] - m0.power_w(p["mhz"], p["events"], 1.0) for p in pts])
+    x = np.linalg.lstsq(a, b, rcond=None)[0]
+    return dict(zip(LINEAR_FIELDS, (float(v) for v in x))), a @ x - b
+
+
+def _step(records: list[dict]) -> dict:
+    step = [r for r in records if r["name"].startswith("step_")]
+    _need(step and step[0].get("lag"), "no step_* record with `lag`")
+    return step[0]
+
+
+def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[float, str]], dict]:
+    """{field: (value, source)} and the fit summary (per-point residuals) from the records."""
+    d = pathlib.Path(records_dir) if records_dir else POWER_RECORDS_DIR
+    records = load_all(d)
+    _need(records, f"no *.jsonl under {d}")
+    byname = {r["name"]: r for r in records}
+    prov = records[0].get("provenance", {})
+    tag = f"{prov.get('device_name', 'H100')}, {str(prov.get('date_utc', ''))[:10]}, commit {prov.get('git_commit', '?')}"
+    src = lambda what: f"measured: power/{what} ({tag})"  # noqa: E731
+    smi = _smi(d)
+    _need("idle" in byname, "no idle record")
+    idle_w = float(byname["idle"]["power_steady_summary"]["power_w"]["tw_mean"])
+    fixed = {"power_limit_w": smi["limit"], "floor_w": smi["floor"], "idle_clock_w": idle_w - smi["floor"],
+             "clock_max_mhz": smi["max"], "clock_min_mhz": smi["min"], "clock_step_mhz": smi["step"]}
+    out = {
+        "power_limit_w": (smi["limit"], "measured: power/nvidia_smi_q_power_clock.txt Current Power Limit (read, never set)"),
+        "floor_w": (smi["floor"], f"measured: power/nvidia_smi_q_power_clock.txt Average Power Draw at rest, SM clock {smi['floor_mhz']:.0f} MHz"),
+        "idle_clock_w": (fixed["idle_clock_w"], src(f"units.jsonl idle: steady NVML power {idle_w:.1f} W at 1980 MHz - floor_w")),
+        "clock_max_mhz": (smi["max"], "measured: power/nvidia_smi_supported_clocks.txt highest graphics clock"),
+        "clock_min_mhz": (smi["min"], "measured: power/nvidia_smi_supported_clocks.txt lowest graphics clock"),
+        "clock_step_mhz": (smi["step"], "measured: power/nvidia_smi_supported_clocks.txt spacing (uniform)"),
+    }
+    pts = fit_points(records)
+    base = H100Power()
+    best = None
+    for grid in (np.arange(-0.5, 0.9, 0.01), None):  # coarse, then 0.001 around the coarse best
+        if grid is None:
+            grid = np.arange(best[1] - 0.01, best[1] + 0.0105, 0.001)
+        for v0 in np.round(grid, 3):
+            x, res = _lstsq(base, pts, float(v0), fixed)
+            sse = float(res @ res)
+            if best is None or sse < best[0]:
+                best = (sse, float(v0), x, res)
+    sse, v0, x, res = best
+    rms = (sse / len(pts)) ** 0.5
+    fit_src = src(f"wgmma.jsonl + units.jsonl: least squares over {len(pts)} steady points "
+                  f"(rms residual {rms:.1f} W), see calibrate_power.py")
+    out["voltage_intercept"] = (v0, fit_src.replace("least squares", "grid search + least squares"))
+    for k, val in x.items():
+        out[k] = (val, fit_src)
+    for v in TENSOR_VARIANTS.values():
+        name = f"wgmma_{v}_duty100_zero"
+        _need(name in byname, f"no {name} record")
+        r = byname[name]
+        tf = float(r["steady_rate_per_s"]) * WGMMA_FLOP / 1e12
+        mhz = r["power_steady_summary"]["sm_mhz"]["median"]
+        out[f"tensor_cap_{v}_tflops"] = (tf, src(f"wgmma.jsonl {name}: steady rate x {WGMMA_FLOP} FLOP; "
+                                                 f"held at {mhz:.0f} MHz, reason sw_power_cap, "
+                                                 f"{r['power_steady_summary']['power_w']['tw_mean']:.0f} W (one point)"))
+    st = _step(records)
+    out["governor_reaction_s"] = (float(st["lag"]["sm_mhz"]["on"]["t10_s"]),
+                                  src(f"governor.jsonl {st['name']}: lag.sm_mhz.on.t10_s"))
+    out["power_reading_lag_s"] = (float(st["lag"]["power_w"]["on"]["t50_s"]),
+                                  src(f"governor.jsonl {st['name']}: lag.power_w.on.t50_s"))
+    fit = {"rms_w": rms, "points": [{"name": p["name"], "mhz": p["mhz"], "measured_w": p["power_w"],
+                                     "residual_w": float(e)} for p, e in zip(pts, res)]}
+    return out, fit
+
+
+def calibrated_json(records_dir: pathlib.Path | None = None) -> dict:
+    """The JSON `load_power` reads: every field with value, unit, meaning, source; plus the fit."""
+    vals, fit = derive(records_dir)
+    base = H100Power().params()
+    power = {}
+    for k, (v, source) in vals.items():
+        p = Param(value=round(float(v), 6 if abs(v) < 10 else 3), unit=base[k].unit,
+                  meaning=base[k].meaning, source=source)
+        power[k] = p.model_dump()
+    return {"about": "Written by `python3 -m hopsim.validate.calibrate_power` from "
+                     "validation/records/h100/power/ only (never GEMM records). Do not edit by hand.",
+            "power": power,
+            "fit": {"rms_w": round(fit["rms_w"], 3),
+                    "points": [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in p.items()}
+                               for p in fit["points"]]}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m hopsim.validate.calibrate_power")
+    ap.add_argument("--records", type=pathlib.Path, default=None)
+    ap.add_argument("--out", type=pathlib.Path, default=POWER_FILES["h100_sxm"])
+    ap.add_argument("--check", action="store_true", help="exit 1 if --out differs from the records' fit")
+    a = ap.parse_args(argv)
+    data = calibrated_json(a.records)
+    text = json.dumps(data, indent=1) + "\n"
+    if a.check:
+        same = a.out.exists() and a.out.read_text() == text
+        print(f"{a.out}: {'matches' if same else 'DIFFERS from'} the power records' calibration")
+        return 0 if same else 1
+    tmp = a.out.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(a.out)
+    for k, p in data["power"].items():
+        print(f"{k:36s} {p['value']:>14.6g} {p['unit']:20s} {p['source'][:90]}")
+    print(f"fit: rms {data['fit']['rms_w']:.1f} W over {len(data['fit']['points'])} points; wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
