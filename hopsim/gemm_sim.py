@@ -18,9 +18,14 @@ With one CTA per SM, CTAs are memoised (memo.py); with more, SMs of equal histor
 detailed simulation (hopsim/timing/smclass.py); both exact against the same mode without memo. A
 kernel the SM-level memo cannot take (an ld.global) is simulated CTA by CTA, noted in `run.notes`.
 
+`simulate_gemm_clocked(params, gpu, clock)` runs at 'sustained' (the power model's clock under
+the 700 W limit, hopsim/power/solve.py), 'boost' (1980 MHz) or a clock in MHz, and attaches the
+boost and sustained points, predicted power and energy per launch (docs/guide/power-model.md).
+
 `simulate_point(point) -> dict` is the sweep function (`hopsim sweep`, hopsim/sweep.py): a point is
-a dict of `GemmParams` fields plus `gpu` and optionally `sm_clock_mhz` (the SM clock to simulate at); it returns cycles, time_ms, tflops, ctas_per_sm, waves and
-the stall breakdown as flat columns.
+a dict of `GemmParams` fields plus `gpu`, `clock` (default sustained) and optionally
+`sm_clock_mhz` (a record's measured SM clock, which then decides); it returns cycles, time_ms,
+tflops, ctas_per_sm, waves, the clock/power columns and the stall breakdown as flat columns.
 """
 
 from __future__ import annotations
