@@ -22,7 +22,7 @@ takes address bits [7, 7+b) into bits [4, 4+b)):
 
 Sources: CuTe `swizzle.hpp` [CUTE-SWZ]; PTX ISA tensor-copy swizzle modes [PTX-TENSOR] §5.5.7;
 CUDA guide TMA swizzle table (repeats after 256/512/1024 B) [CPG-SWZ]; descriptor layout-type codes
-(0 none, 1 128B, 2 64B, 3 32B) [PTX-WGMMA-DESC]. See /work/shared/reference/hopper-facts.md §4.
+(0 none, 1 128B, 2 64B, 3 32B) [PTX-WGMMA-DESC]. See docs/hopper-facts.md §4.
 """
 
 from __future__ import annotations

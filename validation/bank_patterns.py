@@ -10,8 +10,9 @@ format of docs/warp-access-trace.md. `patterns()` lists them in measuring priori
 Covers: word strides 1..32 and byte strides for every width, broadcasts and multicasts for every
 width, partial warps / inactive lanes, random addresses (fixed seed), the four swizzle modes on row
 and column walks of a 128-B-pitch tile, ldmatrix/stmatrix x1/x2/x4 with/without .trans and
-with/without swizzle, the seed GEMM epilogue (../shared/seeds/002: stmatrix into an XOR-swizzled
-tile, then 16-byte copy-out loads) and thread-pair-uniform LDS.64/LDS.128 cases.
+with/without swizzle, the seed GEMM epilogue (seed 002, the sm90 TMA+WGMMA GEMM the project
+started from: stmatrix into an XOR-swizzled tile, then 16-byte copy-out loads) and
+thread-pair-uniform LDS.64/LDS.128 cases.
 
 Swizzles (byte address a, b = 0/1/2/3 bits for none/32B/64B/128B), CuTe Swizzle<b,4,3>:
 
@@ -193,7 +194,8 @@ def _pair_uniform_patterns() -> list[dict]:
 
 
 def _epilogue_patterns() -> list[dict]:
-    """Seed GEMM (../shared/seeds/002) epilogue: bN = 128 halves, row pitch 256 B, 128 threads.
+    """Seed GEMM epilogue (seed 002, the project's first TMA+WGMMA GEMM): bN = 128 halves, row pitch
+    256 B, 128 threads.
 
     stmatrix.x4 (stmatrix_copy): lane l of warp w: row = l % 16, col = l / 16;
       byte = 2 * (row*128 + ((col + 2i) ^ (row % 8)) * 8 + w*16*128)  (+ 8192 halves for a4..a7)

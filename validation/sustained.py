@@ -2,7 +2,7 @@
 
 The short batches of `harness.time_gemm` (a fraction of a second) end before the board's power
 reading has caught up (it averages over ~0.5-1 s) and before the SM clock has settled (it falls
-within ~0.5 s of a compute-bound load, hopper-facts.md's table). Here the kernel runs as CUDA-graph
+within ~0.5 s of a compute-bound load, docs/hopper-facts.md's table). Here the kernel runs as CUDA-graph
 batches back to back for `seconds` of GPU time, with the NVML sampler over the whole window; each
 batch is timed with events, and its end is placed on the host clock (time.perf_counter, the
 sampler's clock) by anchoring the first event: host time = anchor + elapsed(first event, event).

@@ -12,7 +12,7 @@ accesses count as their 32-bit word) covers W/4 consecutive banks, a "slot" of t
     unit  = a // W          (two lanes with the same unit share data: broadcast / multicast)
     slot  = unit % (128/W)  (units in the same slot but different rows conflict)
 
-Rule (per op): documented model (hopper-facts §3.3/3.4) + what the H100 showed (records
+Rule (per op): documented model (docs/hopper-facts.md §3.3/3.4) + what the H100 showed (records
 validation/records/h100/bank_conflicts__h100_ncu*.json, 622 patterns, all matched):
 
     lanes -> groups ("phases"):   8/16/32-bit: the whole warp  (32 lanes)

@@ -1,7 +1,7 @@
 """mbarrier state: phase, pending arrivals, expected arrivals, tx-count (PTX ISA §9.7.13.15).
 
 Models the 64-bit shared-memory object as a Python record (the opaque bit layout is not modelled;
-shared bytes of an mbarrier are not touched). Semantics [PTX-MBAR], hopper-facts §6.2:
+shared bytes of an mbarrier are not touched). Semantics [PTX-MBAR], docs/hopper-facts.md §6.2:
 
     init(count)          phase = 0, pending = expected = count, tx = 0
     expect_tx(n)         tx += n

@@ -460,14 +460,14 @@ def _busy(sms: dict, links: list, cycles: int) -> dict:
 
 def _smem_port(gpu, sms: dict, cycles: int) -> dict:
     """Shared-memory port traffic, counted (not modelled: only the LSU wavefronts hold the port in
-    the timing; wgmma operand reads and TMA fills/reads do not delay them, hopper-facts §3.5).
+    the timing; wgmma operand reads and TMA fills/reads do not delay them, docs/hopper-facts.md §3.5).
 
     Summed over the SMs: `lsu_cycles` (the LSU wavefronts' port time, wavefronts x
     `smem_cycles_per_wavefront`, as timed), `wgmma_operand_bytes` (SS operands the tensor cores
     read: A unless in registers, and B, per instruction), `tma_fill_bytes` (TMA loads written),
     `tma_store_read_bytes` (TMA stores read). The async bytes take the port at the bank array's
     width, `bytes_per_cycle` = smem_banks x smem_bank_bytes = 128 B/clk per SM ([CPG-SWZ]; the
-    tensor cores' 80-128 B/clk SS reads at full rate need it, hopper-facts §7.5). `port_cycles` =
+    tensor cores' 80-128 B/clk SS reads at full rate need it, docs/hopper-facts.md §7.5). `port_cycles` =
     lsu_cycles + async bytes / bytes_per_cycle; `busy` = port_cycles / (SMs that ran CTAs x
     cycles): the mean demand per SM, above 1.0 when the clients together want more than the port
     gives (the timing does not make them wait for each other)."""

@@ -46,7 +46,7 @@ class SmemPort:
     """The SM's shared-memory data path for LSU traffic (ld/st.shared, ldmatrix, stmatrix).
 
     Held `wavefronts * smem_cycles_per_wavefront` cycles per warp instruction (128 B per wavefront,
-    hopper-facts §3.2); a load's data is back `smem_latency_cycles` after its first wavefront, so
+    docs/hopper-facts.md §3.2); a load's data is back `smem_latency_cycles` after its first wavefront, so
     a w-wavefront access completes at start + w * cpw + (smem_latency_cycles - cpw).
     Not modelled: arbitration with TMA fills and tensor-core operand reads (§3.5, undocumented).
     """
@@ -79,7 +79,7 @@ class TensorCores:
     """The 4 tensor cores of an SM, used together by one warpgroup's wgmma, as one FIFO pipe.
 
     Tensor-pipe time of one wgmma.mma_async m64nNk16 (f16/bf16) = 64 * N * 16 /
-    `spec.tensor_fma_f16_per_cycle_per_sm` cycles (= N/2, hopper-facts §7.5); its result is ready
+    `spec.tensor_fma_f16_per_cycle_per_sm` cycles (= N/2, docs/hopper-facts.md §7.5); its result is ready
     `timing.wgmma_fixed_latency_cycles` after it leaves the pipe. Instructions of all warpgroups of
     the SM queue on the same pipe in issue order; the pipe holds at most `timing.wgmma_queue_depth`
     (`accept`: an issue beyond waits until the oldest completes). Not modelled: smem operand bandwidth of SS wgmma

@@ -1,6 +1,6 @@
 // Thin inline-PTX helpers for sm_90a: mbarrier, TMA (cp.async.bulk.tensor), wgmma fences,
 // stmatrix, setmaxnreg, shared-memory descriptors. Semantics: PTX ISA 9.x (see
-// shared/reference/hopper-facts.md sections 5-7). Every helper is one or two PTX instructions.
+// docs/hopper-facts.md sections 5-7). Every helper is one or two PTX instructions.
 #pragma once
 #include <stdint.h>
 

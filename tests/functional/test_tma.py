@@ -91,7 +91,7 @@ def test_tma_then_wgmma_fetch_reproduces_tile(major, mode, operand, rows, dst):
 
 def test_non_1024_aligned_destination_uses_absolute_pattern():
     # TMA anchors the 128B pattern on absolute address bits: a box at 1024 + 384 is read back with
-    # base offset 0 and the same descriptor arithmetic (hopper-facts §4.1 anchoring)
+    # base offset 0 and the same descriptor arithmetic (docs/hopper-facts.md §4.1 anchoring)
     tile, smem, desc = load_k_major(64, 64, SwizzleMode.B128, 1024 + 384)
     first_line = smem.read(np.arange(1024 + 384, 1024 + 512, 16), "u8")  # chunk c holds logical c ^ 3
     assert first_line.size == 8

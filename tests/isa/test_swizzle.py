@@ -70,7 +70,7 @@ def test_swizzle_b23_on_float_offsets_is_mode_on_bytes(a, b):
 
 
 def test_formulas_from_the_fact_sheet():
-    # hopper-facts §4.1: 128B a ^ (((a >> 7) & 7) << 4), 64B & 3, 32B & 1
+    # docs/hopper-facts.md §4.1: 128B a ^ (((a >> 7) & 7) << 4), 64B & 3, 32B & 1
     for a in range(0, 8192, 16):
         assert SwizzleMode.B128.apply(a) == a ^ (((a >> 7) & 7) << 4)
         assert SwizzleMode.B64.apply(a) == a ^ (((a >> 7) & 3) << 4)

@@ -139,7 +139,7 @@ def test_handoff_through_mbarrier_event():
 
 @pytest.mark.parametrize("shift,expected_wf", [(4, 4), (7, 32)])
 def test_bank_conflicts_cost_the_port(shift, expected_wf):
-    # hopper-facts §3.3: 128-bit stride 16 B -> 4 wavefronts; stride 128 B -> 8 lanes x 4 = 32
+    # docs/hopper-facts.md §3.3: 128-bit stride 16 B -> 4 wavefronts; stride 128 B -> 8 lanes x 4 = 32
     k = parse(CONFLICT.replace("STRIDE_SHIFT", str(shift)))
     r = simulate(k, Launch(grid=1, block=32), GPU)
     assert r.smem_wavefronts == expected_wf

@@ -140,7 +140,7 @@ def test_tensor_pipe_time_is_n_over_2_for_f16():
     tc = TensorCores(GPU)
     for n in (8, 64, 128, 256):
         assert tc.pipe_cycles(64, n, 16) == pytest.approx(64 * n * 16 / S["tensor_fma_f16_per_cycle_per_sm"])
-        assert tc.pipe_cycles(64, n, 16) == n / 2  # hopper-facts §7.5
+        assert tc.pipe_cycles(64, n, 16) == n / 2  # docs/hopper-facts.md §7.5
     tc = TensorCores(GPU)
     k_steps, n = 4, 128
     ends = [tc.mma(0, 64, n, 16) for _ in range(k_steps)]

@@ -66,7 +66,7 @@ def test_pattern_generator_matches_the_record():
 
 
 def test_h100_surprises_as_measured():
-    """What the H100 showed that the documented group model (hopper-facts §3.3) does not predict."""
+    """What the H100 showed that the documented group model (docs/hopper-facts.md §3.3) does not predict."""
     m = {p["name"]: p for _, p in MEASURED}
     # LDS.64 / LDS.128 with thread-pair-uniform addresses: groups merge (the sm70 note holds on sm90)
     assert m["ld64_broadcast"]["wavefronts"] == 1  # plain model: 2

@@ -29,7 +29,7 @@ from validation.provenance import device_provenance
 COMPILE_S = 60.0       # allowance for nvcc (both sources in parallel; ~2 s seen on 2 CPU cores)
 SETUP_S = 3.0          # per point: child process, CUDA context, module load, sampler start/stop
 CHILD_GRACE_S = 90.0   # a child running this much longer than its point is killed
-POINT_S = 3.0          # load per steady point: the clock settles within ~0.5 s (hopper-facts.md)
+POINT_S = 3.0          # load per steady point: the clock settles within ~0.5 s (docs/hopper-facts.md)
 WGMMA_VARIANTS = ("f16f32", "bf16f32", "f16f16")
 DUTIES = (100, 75, 50, 25)
 FILES = {"wgmma": "wgmma.jsonl", "units": "units.jsonl", "governor": "governor.jsonl"}
