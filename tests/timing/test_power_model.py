@@ -108,8 +108,8 @@ def test_boost_when_power_at_1980_is_under_the_limit():
 
 
 def test_hbm_bound_copy_stays_at_boost_as_the_d2d_copy_did():
-    # hopper-facts: a 2 GB device-to-device copy loop ran at 1980 MHz (~380 W): 2 GB read +
-    # 2 GB written at 2.8e12 B/s (the hbm_copy record's rate)
+    # docs/hopper-facts.md, clocks and power: a 2 GB device-to-device copy loop ran at 1980 MHz
+    # (~380 W): 2 GB read + 2 GB written at 2.8e12 B/s (the hbm_copy record's rate)
     nbytes = 2 * 2**30
     secs = 2 * nbytes / 2.8e12
     ev = Events(l2_bytes=2 * nbytes, hbm_read_bytes=nbytes, hbm_write_bytes=nbytes,
