@@ -177,3 +177,31 @@ def test_model_fingerprint_changes_when_a_config_value_changes():
     timing = files["hopsim/config/h100_sxm.py"].replace(b"P(132,", b"P(131,")
     assert timing != files["hopsim/config/h100_sxm.py"]
     assert digest({**files, "hopsim/config/h100_sxm.py": timing}) != base
+
+
+# ----------------------------------------------------------------------------- the product
+
+
+SMALL = ["--m", "256", "--n", "256", "--k", "512", "--no-progress"]
+
+
+@pytest.mark.parametrize("clock", ["sustained", "boost", "1500"])
+def test_simulate_gemm_json_has_both_clocks_power_and_energy(clock, capsys):
+    assert main(["simulate", "gemm", *SMALL, "--json", "--clock", clock]) == 0
+    d = json.loads(capsys.readouterr().out)
+    want = {"sustained": d["sustained_clock_mhz"], "boost": 1980.0, "1500": 1500.0}[clock]
+    assert d["clock_mhz"] == want
+    assert d["time_ms"] == pytest.approx(d["cycles"] / (want * 1e3))
+    assert d["time_ms_boost"] <= d["time_ms_sustained"]
+    assert d["energy_mj"] == pytest.approx(d["power_w"] * d["time_ms"])   # W x ms = mJ
+    assert d["tflops_per_w"] == pytest.approx(d["tflops"] / d["power_w"])
+    assert d["power"]["sustained"]["power_w"] <= PM.limit_w
+
+
+def test_sweep_tabulates_tflops_per_watt(capsys):
+    assert main(["sweep", *SMALL, "--stages", "1,2", "--y", "tflops_per_w", "--json", "--jobs", "1"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2
+    for r in rows:
+        assert r["tflops_per_w"] == pytest.approx(r["tflops"] / r["power_w"]) and r["clock"] == "sustained"
+        assert r["clock_mhz"] == r["sustained_clock_mhz"]
