@@ -1,11 +1,13 @@
 """`hopsim bank-conflicts`: shared-memory wavefronts and bank conflicts of warp instructions.
 
-Reads the warp-access trace (JSON Lines, docs/warp-access-trace.md): one object per
+With --trace, reads the warp-access trace (JSON Lines, docs/warp-access-trace.md): one object per
 line with `op` and 32 `addrs` (null = inactive lane), optional `name` and any extra fields. Writes
 one JSON line per input line: the input fields echoed, plus `wavefronts` (Nsight's SASS wavefront
 counter on an H100) and `bank_conflicts` (l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum).
 An input line that already has `wavefronts` / `bank_conflicts` (a measured record) keeps them as
 `input_wavefronts` / `input_bank_conflicts`, and `--summary` says how many the model reproduces.
+With --layout L --access A (hopsim/cli/bank_layout_cmd.py) the addresses are generated from a CuTe
+layout, a swizzle and the access's thread layout instead (docs/guide/bank-conflicts.md).
 Every line is validated before anything is printed: on bad input, stdout stays empty, one line on
 stderr names the line number and the field, exit status 2. With `--summary` a per-op table follows
 on stderr (stdout stays JSON Lines).
@@ -20,6 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from hopsim.cli import bank_layout_cmd
 from hopsim.functional.banks import OPS, _check_batch, op_spec, to_lane_array, wavefronts_batch
 from isa.errors import InputError
 
@@ -37,10 +40,12 @@ EXAMPLE = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bank-conflicts", help="shared-memory wavefronts and bank conflicts per warp access",
-                       description=__doc__, epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--trace", required=True, metavar="FILE", help="JSON Lines warp-access trace ('-' = stdin)")
+                       description=__doc__, epilog=EXAMPLE + bank_layout_cmd.EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trace", metavar="FILE", help="JSON Lines warp-access trace ('-' = stdin)")
     p.add_argument("--summary", action="store_true",
                    help="after the JSON lines, print a per-op table (accesses, wavefronts, conflicts) to stderr")
+    bank_layout_cmd.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -82,6 +87,14 @@ def parse_trace(lines: list[str]) -> list[tuple[int, dict, np.ndarray]]:
 
 
 def run(args) -> int:
+    if (args.trace is None) == (args.layout is None):
+        raise InputError("--trace/--layout", None, "exactly one: --trace FILE (addresses given) or --layout L "
+                         "--access A (addresses generated)")
+    if args.layout is not None:
+        if args.summary:
+            raise InputError("--summary", True, "only with --trace (--layout prints its own table)")
+        return bank_layout_cmd.run(args)
+    bank_layout_cmd.refuse_layout_flags(args)
     items = parse_trace(_read(args.trace))
     by_op: dict[str, list[int]] = defaultdict(list)
     for i, (_, obj, _) in enumerate(items):
