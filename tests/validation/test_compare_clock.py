@@ -38,8 +38,11 @@ def test_old_records_use_the_nvidia_smi_clock_and_say_so():
 
 
 def test_records_with_nvml_power_give_clock_and_power_errors():
-    hp = _hw(nvml_clock_mhz=1400.0, nvml_power_w=700.0, profile_clock_mhz=1420.0)
+    hp = _hw(nvml_clock_mhz=1400.0, nvml_power_w=700.0, profile_clock_mhz=1420.0,
+             nvml_clock_median_mhz=1365.0, nvml_window_s=0.31)
     (c,) = clock_rows([hp], [ROW])
+    assert (c["measured_clock_median_mhz"], c["measured_window_s"]) == (1365.0, 0.31)
+    assert "| 1365 | 0.31 |" in clock_section([c])
     assert c["measured_clock_mhz"] == 1400.0 and "NVML" in c["measured_clock_source"]
     assert c["power_error_pct"] == pytest.approx(100.0 * (690 - 700) / 700)
     assert hp.sim_clock_mhz == 1420.0   # the SM-model diagnostic keeps the clock64 clock
