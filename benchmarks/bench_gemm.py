@@ -1,4 +1,4 @@
-"""Speed of `simulate` on the IR GEMM family of kernels/gemm.py (wall seconds; not a test).
+"""Speed of `simulate` on the IR GEMM family of kernels/gemm/ (wall seconds; not a test).
 
     python benchmarks/bench_gemm.py [--json] [--only 4096] [--config single|ws2]
 

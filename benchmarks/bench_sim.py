@@ -15,7 +15,7 @@ Source of the instruction stream:
               `kernels.gemm_ir.build(GemmParams)` and the layouts modules exist), timing-only;
   "scripted"  tests/timing/scripted.py's executor stand-in with the same per-k-block effects
               (measures the timing engine alone, without the executor's own cost).
-  "gemm"      the `simulate gemm` job's kernel (kernels/gemm.py, `single` variant) through
+  "gemm"      the `simulate gemm` job's kernel (kernels/gemm/, `single` variant) through
               hopsim.gemm_sim.simulate_gemm (fast mode) with 2 and 3 CTAs per SM (stages 2, 3), the
               case of the SM-level memo (hopsim/timing/smclass.py); cases GEMM_CASES below.
 Large grids use memory="partitioned", memo=True (hopsim/timing/memo.py). Peak RSS is reported.
@@ -104,7 +104,7 @@ CASES = {
 }
 SOURCES = {"ir": run_ir_case, "scripted": run_case}
 
-# the `single` variant of kernels/gemm.py, 128x128x64 tiles: stages 2 -> 3 CTAs/SM, 3 -> 2 CTAs/SM
+# the `single` variant of kernels/gemm/, 128x128x64 tiles: stages 2 -> 3 CTAs/SM, 3 -> 2 CTAs/SM
 GEMM_CASES = {
     "single_4096_s2_r128": (dict(m=4096, n=4096, k=4096, stages=2, box_rows=128), 10.0),
     "single_4096_s2_r8": (dict(m=4096, n=4096, k=4096, stages=2, box_rows=8), 10.0),

@@ -108,7 +108,7 @@ def tolerance(params: GemmParams) -> float:
 
 def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
                   trace: bool = False, seed: int = 0, max_cycles: int | None = None) -> GemmRun:
-    """Build the IR kernel of `params` (kernels/gemm.py) and time it on `gpu` (default H100 SXM,
+    """Build the IR kernel of `params` (kernels/gemm/) and time it on `gpu` (default H100 SXM,
     calibrated). `check=True` runs with values and compares the product with numpy (raises
     `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS."""
     if mode not in MODES:

@@ -1,6 +1,6 @@
 """`hopsim simulate gemm ...` and `hopsim simulate FILE.ptx ...`.
 
-`simulate gemm` builds the IR GEMM of the knobs (kernels/gemm.py) and times it (hopsim/gemm_sim.py).
+`simulate gemm` builds the IR GEMM of the knobs (kernels/gemm/) and times it (hopsim/gemm_sim.py).
 Any knob given as a list (8,64,128) or range (1-6) makes a sweep: every point is simulated (local
 process pool) and a table of time and speed-up against the first point is printed.
 
@@ -46,6 +46,7 @@ GEMM_EXAMPLE = """examples:
   hopsim simulate gemm --m 4096 --n 4096 --k 4096 --stages 1-6 --plot timeline.png
   hopsim simulate gemm --m 256 --n 256 --k 256 --variant warp-specialized --check
   hopsim simulate gemm --tile 128x256x64 --variant ws --consumers 2 --json
+  hopsim simulate gemm --m 256 --n 256 --k 256 --emit-ir > gemm.ptx   (the IR + its launch)
 
 Any knob may be a list (8,64,128) or a range (1-6): each point is simulated and a table of time
 and speed-up against the first point is printed; --plot then draws the fastest point's timeline
@@ -107,6 +108,9 @@ def gemm_parser() -> argparse.ArgumentParser:
                    help="timeline of the first N cycles (default: the first CTA's prologue and "
                         "first k-tiles, then its last k-tiles and epilogue, on a broken axis)")
     o.add_argument("--sweep-plot", metavar="FILE.png", help="time against the first swept knob")
+    o.add_argument("--emit-ir", action="store_true",
+                   help="print the IR kernel the knobs build, its launch as `// launch:` comment "
+                        "lines (a --launch YAML for `simulate FILE.ptx`), and exit without simulating")
     o.add_argument("--check", action="store_true",
                    help="compute the real product through simulated shared memory and compare with "
                         "numpy (small problems only)")
@@ -174,6 +178,16 @@ def clock_notes(run) -> list[str]:
     return lines
 
 
+def _emit_ir(grid, points: list, overrides: dict) -> int:
+    """--emit-ir: the IR listing of one configuration (kernels/gemm/host.py), no simulation."""
+    if len(points) > 1:
+        kn = sweep.knob(grid.swept[0])
+        raise InputError(kn.flag, overrides.get(kn.name), "one value with --emit-ir (it prints the "
+                         "kernel of one configuration)")
+    sys.stdout.write(build_gemm(gemm_sim.params_of(points[0])).listing)
+    return 0
+
+
 def run_gemm(argv: list[str]) -> int:
     args = gemm_parser().parse_args(argv)
     clock = parse_clock(args.clock, PowerModel.load())
@@ -187,6 +201,8 @@ def run_gemm(argv: list[str]) -> int:
                  if getattr(args, f"knob_{kn.name}") is not None}
     grid = sweep.make_grid(sweep=overrides)
     points = [{**p, "clock": clock} for p in grid.points()]
+    if args.emit_ir:
+        return _emit_ir(grid, points, overrides)
     if len(points) == 1:
         params = gemm_sim.params_of(points[0])
         gpu = load_gpu(points[0].get("gpu") or "h100_sxm")

@@ -54,6 +54,7 @@ class KernelBuilder:
         self._shared: list[SharedDecl] = []
         self._named_regs: list[RegDecl] = []
         self._auto: dict[str, int] = {}          # type -> registers allocated
+        self._prefix: dict[str, str] = {}        # type -> pool prefix set by reg_pool
         self._body: list = []
         self._guards: list[Guard] = []
         self._labels: dict[str, bool] = {}        # name -> placed
@@ -79,7 +80,7 @@ class KernelBuilder:
             raise IRError(f"register type {type!r} is invalid; allowed: {', '.join(AUTO_PREFIX)}")
         i = self._auto.get(type, 0)
         self._auto[type] = i + 1
-        return Reg(f"{AUTO_PREFIX[type]}{i}")
+        return Reg(f"{self._prefix.get(type, AUTO_PREFIX[type])}{i}")
 
     def regs(self, type: str, n: int, name: str | None = None) -> RegVec:
         """n new registers as a RegVec: `name0..name{n-1}` (`.reg .type name<n>`) or from the pool."""
@@ -149,6 +150,21 @@ class KernelBuilder:
         self.bra(top, guard=Guard(p, True))
         return p
 
+    def reg_pools(self, *pools: tuple[str, str]) -> None:
+        """Declare the automatically numbered pools now, in this order, with these name prefixes:
+        `reg_pools(("u32", "%r"), ("b32", "%h"))` makes `reg("b32")` give %h0, %h1, ... and
+        puts `.reg .u32 %r<N>` before `.reg .b32 %h<M>` (a pool left empty is not declared).
+        Call it before the first `reg` of those types."""
+        for type, prefix in pools:
+            if type not in AUTO_PREFIX:
+                raise IRError(f"register type {type!r} is invalid; allowed: {', '.join(AUTO_PREFIX)}")
+            if self._auto.get(type):
+                raise IRError(f"reg_pools: registers of type {type!r} were already allocated")
+            if not isinstance(prefix, str) or not re.match(r"^%[A-Za-z_$][A-Za-z_$]*$", prefix):
+                raise IRError(f"reg_pools: prefix {prefix!r} is invalid: '%' then letters, _ or $")
+            self._prefix[type] = prefix
+            self._auto[type] = 0
+
     # ------------------------------------------------------------------ instructions
     def emit(self, instr: I.Instruction) -> I.Instruction:
         """Append an instruction (the innermost `guarded` predicate applies if it has none)."""
@@ -165,7 +181,7 @@ class KernelBuilder:
 
     # ------------------------------------------------------------------ result
     def reg_decls(self) -> tuple[RegDecl, ...]:
-        auto = tuple(RegDecl(t, AUTO_PREFIX[t], n) for t, n in self._auto.items())
+        auto = tuple(RegDecl(t, self._prefix.get(t, AUTO_PREFIX[t]), n) for t, n in self._auto.items() if n)
         return auto + tuple(self._named_regs)
 
     def build(self, check: bool = True) -> Kernel:

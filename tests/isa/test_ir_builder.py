@@ -62,3 +62,29 @@ def test_unplaced_label_and_illegal_instruction():
         b.build()
     with pytest.raises(IRError, match="multiple of 8"):
         KernelBuilder("k").setmaxnreg("inc", 100)
+
+
+def test_reg_pools_fix_declaration_order_and_prefixes():
+    b = KernelBuilder("t")
+    b.reg_pools(("u32", "%r"), ("u64", "%rd"), ("pred", "%p"), ("b32", "%h"))
+    p = b.reg("pred")              # allocated first, declared third
+    h = b.reg("b32")
+    r = b.reg("u32")
+    b.mov("u32", r, SReg("%tid.x"))
+    b.setp("eq", "u32", p, r, 0)
+    b.mov("b32", h, r)
+    b.exit()
+    k = b.build()
+    assert (p.name, h.name, r.name) == ("%p0", "%h0", "%r0")
+    # the declared order, and no declaration for the empty u64 pool
+    assert [(d.type, d.name, d.count) for d in k.regs] == [("u32", "%r", 1), ("pred", "%p", 1), ("b32", "%h", 1)]
+    assert parse(to_text(k)) == k
+
+
+def test_reg_pools_refused_after_allocation_or_with_a_bad_prefix():
+    b = KernelBuilder("t")
+    b.reg("u32")
+    with pytest.raises(IRError, match="already allocated"):
+        b.reg_pools(("u32", "%q"))
+    with pytest.raises(IRError, match="prefix"):
+        b.reg_pools(("u64", "rd"))
