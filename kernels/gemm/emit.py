@@ -57,6 +57,12 @@ class Emitter:
             self._values[key] = self.b.reg(type_)
         return self._values[key]
 
+    def reserve(self, *values: tuple[str, str]) -> None:
+        """Name (type, purpose) values now, in this order: the register numbers follow the order
+        in which the .cu's values are first named, not the order they are first written."""
+        for type_, purpose in values:
+            self.value(type_, purpose)
+
     def u32(self, purpose: str) -> Reg:
         return self.value("u32", purpose)
 

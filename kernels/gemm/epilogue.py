@@ -80,7 +80,7 @@ def direct(em: Emitter, row0: Reg, cptr: Reg) -> None:
     b.add("u32", col, col, em.u32("tnBN"))
     global_ptr(em, gp, t, col, cptr)
     h = em.b32("pack0")
-    em.u64("gptr_mi")
+    em.reserve(("u64", "gptr_mi"))
     for mi in range(plan.MI):
         base = row_block(em, gp, mi)
         for v2 in range(plan.BN // 8):
@@ -146,7 +146,7 @@ def row_read_addrs(em: Emitter, slab: Reg) -> tuple[Reg, Reg]:
 def via_stmatrix(em: Emitter, row0: Reg, cptr: Reg) -> None:
     """Registers -> swizzled smem slab (stmatrix) -> 16-B row-wise global stores."""
     b, plan, N = em.b, em.plan, em.p.n
-    em.u32("slab"), em.u32("st_r"), em.u32("st_x"), em.u32("st_a")
+    em.reserve(("u32", "slab"), ("u32", "st_r"), ("u32", "st_x"), ("u32", "st_a"))
     slab = slab_base(em)
     st_addr = stmatrix_addrs(em, slab)
     lde, ldo = row_read_addrs(em, slab)
@@ -160,7 +160,7 @@ def via_stmatrix(em: Emitter, row0: Reg, cptr: Reg) -> None:
     b.add("u64", gp, gp, cptr)
     hs = [em.b32(f"pack{i}") for i in range(4)]
     vs = RegVec(tuple(em.b32(f"vec{i}") for i in range(4)))
-    em.u64("gptr_mi")
+    em.reserve(("u64", "gptr_mi"))
     for mi in range(plan.MI):
         base = row_block(em, gp, mi)
         for nc in range(plan.BN // 64):
@@ -177,10 +177,10 @@ def via_stmatrix(em: Emitter, row0: Reg, cptr: Reg) -> None:
 
 def epilogue(em: Emitter, cw: Reg | None) -> None:
     """The .cu's epilogue(): fragment rows, the C pointer, then the direct or stmatrix path."""
-    em.u32("tid"), em.u32("lane"), em.u32("wq")
+    em.reserve(("u32", "tid"), ("u32", "lane"), ("u32", "wq"))
     row0 = fragment_rows(em, cw)
     cptr = em.u64("C")
-    em.u64("gptr"), em.u32("epi_t"), em.u64("epi_rd")
+    em.reserve(("u64", "gptr"), ("u32", "epi_t"), ("u64", "epi_rd"))
     em.b.ld_param("u64", cptr, Mem(Sym("C")), vec=1)
     if em.p.epilogue == "direct":
         direct(em, row0, cptr)

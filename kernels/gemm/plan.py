@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from isa.descriptor import MatrixDescriptor
-from isa.layout import ComposedLayout, Layout
+from isa.layout import Layout
 from isa.swizzle import Swizzle, parse_swizzle
 from kernels.params import EPI_SLAB_BYTES, STATIC_SMEM_BYTES, GemmParams
 
@@ -122,7 +122,3 @@ class Plan:
                 out.append([Box("tma_b", self.b_offset(j * W, i * self.RB), ("tnBN", j * W),
                                 ("k0", i * self.RB)) for i in range(self.BK // self.RB)])
         return out
-
-    @property
-    def epi_slab(self) -> ComposedLayout:
-        return EPI_SLAB

@@ -47,10 +47,12 @@ def test_simulating_the_emitted_file_is_simulating_the_knobs(tmp_path, capsys):
     spec.write_text("\n".join(line[len(LAUNCH_PREFIX):] for line in text.splitlines()
                               if line.startswith(LAUNCH_PREFIX)) + "\n")
     assert main(["simulate", str(ptx), "--launch", str(spec), "--json", "--no-progress",
-                 "--save", f"C={c_out}"]) == 0
+                 "--save", f"C={c_out}", "--clock", "boost"]) == 0
     from_file = json.loads(capsys.readouterr().out)
-    assert main(["simulate", "gemm"] + SMALL + ["--mode", "full", "--json", "--no-progress"]) == 0
+    assert main(["simulate", "gemm"] + SMALL + ["--mode", "full", "--json", "--no-progress",
+                                         "--clock", "boost"]) == 0
     from_knobs = json.loads(capsys.readouterr().out)
+    assert from_file["clock_mhz"] == from_knobs["clock_mhz"]
     assert from_file["cycles"] == from_knobs["cycles"]
     assert from_file["bytes_hbm"] == from_knobs["bytes_hbm"]
     # the buffers of the launch: A random seed 0 (128 x 192), B seed 1 (256 x 192), C = A B^T;
