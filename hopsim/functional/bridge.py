@@ -42,16 +42,46 @@ class _SmemView:
         return self.data.size
 
 
+_GEOM: dict = {}  # id(tmap) -> (tmap, box bytes, smem footprint): TensorMap is frozen, the entry keeps it alive
+_RANGES: dict = {}  # (id(tmap), coords) -> (tmap, global runs): a tile's runs recur for every CTA reading it
+_RUNS_MAX = 1 << 18  # runs held by _RANGES before it is emptied (about 20 MB)
+_held = [0]
+
+
+def _geom(tmap) -> tuple:
+    g = _GEOM.get(id(tmap))
+    if g is None or g[0] is not tmap:
+        if len(_GEOM) >= 4096:
+            _GEOM.clear()
+        g = _GEOM[id(tmap)] = (tmap, int(tmap.box_bytes), int(tmap.smem_footprint))
+    return g
+
+
 def box_bytes(tmap) -> int:
-    return int(tmap.box_bytes)
+    return _geom(tmap)[1]
 
 
 def smem_footprint(tmap) -> int:
-    return int(tmap.smem_footprint)
+    return _geom(tmap)[2]
 
 
 def global_ranges(gmem, tmap, coords) -> tuple:
-    """Contiguous in-bounds global runs of the box: one per box row for a row-major tensor.
+    """Contiguous in-bounds global runs of the box (cached per tensor map and coordinates)."""
+    key = (id(tmap), coords)
+    hit = _RANGES.get(key)
+    if hit is not None and hit[0] is tmap:
+        return hit[1]
+    out = _global_ranges(tmap, coords)
+    if _held[0] + len(out) > _RUNS_MAX:
+        _RANGES.clear()
+        _held[0] = 0
+    _RANGES[key] = (tmap, out)
+    _held[0] += len(out) + 1
+    return out
+
+
+def _global_ranges(tmap, coords) -> tuple:
+    """One run per box row for a row-major tensor.
 
     Computed from the tensor-map geometry per row (dim 0 run, clipped to the tensor), which equals
     `tma.global_ranges` for element strides 1 without building the element-level plan (test_executor
