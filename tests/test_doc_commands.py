@@ -10,6 +10,9 @@ inline code spans that start with `hopsim`, `python3 -m`, `python -m` or `python
   * `python3 -m pkg.module ...` (isa/kernels/validation/hopsim): the module exists and its `--help`
     lists every `--flag` (and the sub-command word, when the help offers a `{a,b}` choice);
   * `python3 path/script.py ...` (benchmarks): the script exists.
+
+And every repository path the docs name (`hopsim/timing/sm.py`, `validation/micro_*.py`,
+`validation/records/h100/gemm__validation__...`) exists.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import os
 import pathlib
 import re
 import shlex
@@ -120,8 +124,9 @@ def _check_hopsim(words: list[str]) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def _module_help(module: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
-                       timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+                       timeout=120, env=env)
     return r.stdout + r.stderr
 
 
@@ -159,3 +164,18 @@ def test_command_exists(doc, cmd):
     else:
         problems = _check_module(words)
     assert problems == [], f"{doc}: `{cmd}`: {problems}"
+
+
+REPO_PATH = re.compile(r"(?<![\w/.$-])((?:isa|kernels|validation|hopsim|tests|docs|benchmarks|\.ci)/[\w/.*{},-]*\w)")
+
+
+def test_every_path_the_docs_name_exists():
+    missing = []
+    for doc in _docs():
+        for i, line in enumerate(doc.read_text().splitlines(), 1):
+            for path in REPO_PATH.findall(line):
+                pattern = re.sub(r"\{[^}]*\}", "*", path) + ("*" if path.endswith("__") else "")
+                hits = list(REPO.glob(pattern)) if "*" in pattern else [REPO / path] if (REPO / path).exists() else []
+                if not hits:
+                    missing.append(f"{doc.relative_to(REPO)}:{i}: {path}")
+    assert missing == []
