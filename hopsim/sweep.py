@@ -50,6 +50,7 @@ import yaml
 
 from hopsim.config import GPUS
 from hopsim.progress import Progress
+from hopsim import inputs
 from isa.errors import InputError
 from kernels.params import GemmParams
 
@@ -69,7 +70,7 @@ class Knob:
     @property
     def allowed(self) -> str:
         if self.kind == "posint":
-            return "a positive integer"
+            return f"a positive integer up to {MAX_EXTENT}"
         if self.kind == "tile":
             return "BMxBNxBK with BM, BN in {64, 128, 256} and BK = 64, e.g. 128x128x64"
         if self.kind == "int" and _is_contiguous(self.choices):
@@ -109,9 +110,11 @@ KNOBS: tuple[Knob, ...] = (
     Knob("gpu", "gpu", "choice", (), "GPU configuration"),
 )
 
+MAX_EXTENT = 1 << 24      # largest problem extent M, N, K (the grid of CTAs is bounded per point)
+MAX_POINTS = 100_000      # largest grid (product of the swept knobs' value counts), also for --list
 _ALIASES = {"warp-specialized": "ws", "warp_specialized": "ws"}  # variant spelled as in issue 4
-_TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
-_RANGE_RE = re.compile(r"^(-?\d+)\s*-\s*(\d+)(?:\s*:\s*(\d+))?$")
+_TILE_RE = re.compile(r"^\s*(\d{1,9})\s*[xX]\s*(\d{1,9})\s*[xX]\s*(\d{1,9})\s*$")
+_RANGE_RE = re.compile(r"^(-?\d{1,18})\s*-\s*(\d{1,18})(?:\s*:\s*(\d{1,18}))?$")
 
 
 def knob(name: str) -> Knob:
@@ -141,7 +144,7 @@ def _check_one(kn: Knob, raw: Any) -> Any:
             raw = "x".join(str(v) for v in raw)
         m = _TILE_RE.match(str(raw))
         if not m:
-            raise InputError(kn.flag, raw, kn.allowed)
+            raise InputError(kn.flag, inputs.short(raw), kn.allowed)
         bm, bn, bk = (int(g) for g in m.groups())
         if bm not in (64, 128, 256) or bn not in (64, 128, 256) or bk != 64:
             raise InputError(kn.flag, str(raw).strip(), kn.allowed)
@@ -151,17 +154,17 @@ def _check_one(kn: Knob, raw: Any) -> Any:
         try:
             val = int(text)
         except ValueError:
-            raise InputError(kn.flag, raw, kn.allowed) from None
-        ok = val > 0 if kn.kind == "posint" else val in kn.choices
+            raise InputError(kn.flag, inputs.short(raw), kn.allowed) from None
+        ok = 0 < val <= MAX_EXTENT if kn.kind == "posint" else val in kn.choices
         if not ok:
-            raise InputError(kn.flag, val, kn.allowed)
+            raise InputError(kn.flag, inputs.short(val), kn.allowed)
         return val
     # choice: strings, with integers where the domain has them (ctas_per_sm: auto or 1)
     text = _ALIASES.get(text, text) if kn.name == "variant" else text
     for c in kn.choices:
         if text == str(c) or (isinstance(c, str) and text.lower() == c.lower()):
             return c
-    raise InputError(kn.flag, raw, kn.allowed)
+    raise InputError(kn.flag, inputs.short(raw), kn.allowed)
 
 
 def parse_values(name: str, spec: Any) -> list:
@@ -175,13 +178,13 @@ def parse_values(name: str, spec: Any) -> list:
         for s in spec:
             items += parse_values(kn.name, s) if isinstance(s, str) else [_check_one(kn, s)]
         if not items:
-            raise InputError(kn.flag, spec, "at least one value: " + kn.allowed)
+            raise InputError(kn.flag, inputs.short(spec), "at least one value: " + kn.allowed)
         return _dedup(items)
     if isinstance(spec, bool) or spec is None:
-        raise InputError(kn.flag, spec, kn.allowed)
+        raise InputError(kn.flag, inputs.short(spec), kn.allowed)
     text = str(spec).strip()
     if not text:
-        raise InputError(kn.flag, spec, kn.allowed)
+        raise InputError(kn.flag, inputs.short(spec), kn.allowed)
     out: list = []
     for part in text.split(","):
         part = part.strip()
@@ -190,11 +193,11 @@ def parse_values(name: str, spec: Any) -> list:
             lo, hi = int(m.group(1)), int(m.group(2))
             step = int(m.group(3) or 1)
             if step < 1:
-                raise InputError(kn.flag, part, "a range lo-hi:step with a positive step")
+                raise InputError(kn.flag, inputs.short(part), "a range lo-hi:step with a positive step")
             if lo > hi:
-                raise InputError(kn.flag, part, f"a rising range lo-hi; valid values: {kn.allowed}")
+                raise InputError(kn.flag, inputs.short(part), f"a rising range lo-hi; valid values: {kn.allowed}")
             if (hi - lo) // step >= 100_000:
-                raise InputError(kn.flag, part, "a range of fewer than 100000 values")
+                raise InputError(kn.flag, inputs.short(part), "a range of fewer than 100000 values")
             out += [_check_one(kn, v) for v in range(lo, hi + 1, step)]
         else:
             out.append(_check_one(kn, part))
@@ -261,36 +264,34 @@ def make_grid(sweep: dict | None = None, base: dict | None = None) -> Grid:
         kn = knob(name)
         vals = parse_values(kn.name, spec)
         if len(vals) != 1:
-            raise InputError(kn.flag, spec, "a single value in `base` (put lists under `sweep`)",
+            raise InputError(kn.flag, inputs.short(spec), "a single value in `base` (put lists under `sweep`)",
                              where="grid")
         _apply(point, kn, vals[0])
     knobs: dict = {}
     for name, spec in (sweep or {}).items():
         kn = knob(name)
         knobs[kn.name] = parse_values(kn.name, spec)
-    return Grid(base=point, knobs=knobs)
+    grid = Grid(base=point, knobs=knobs)
+    if len(grid) > MAX_POINTS:
+        sizes = " x ".join(f"{len(v)} {n}" for n, v in knobs.items() if len(v) > 1)
+        raise InputError("sweep", f"{sizes} = {len(grid)} points", f"a grid of at most {MAX_POINTS} points")
+    return grid
 
 
 def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
     """A grid from a YAML file `{base: {...}, sweep: {...}}`; `overrides` (knob -> spec, e.g.
     from command-line flags) replace the file's entries for those knobs."""
     p = pathlib.Path(path)
-    if not p.is_file():
-        raise InputError("grid", str(path), "an existing YAML file with `base:` and `sweep:`")
-    try:
-        doc = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        at = f" (line {line + 1})" if line is not None else ""
-        raise InputError("grid", str(path), f"valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
+    doc = inputs.load_yaml_text("grid", str(path), inputs.read_text("grid", path, "YAML file with `base:` and `sweep:`"))
+    doc = {} if doc is None else doc
     if not isinstance(doc, dict) or set(doc) - {"base", "sweep"}:
         extra = sorted(set(doc) - {"base", "sweep"}) if isinstance(doc, dict) else doc
-        raise InputError(f"{p.name}", extra, "a mapping with only the keys `base` and `sweep`",
+        raise InputError(f"{p.name}", inputs.short(extra), "a mapping with only the keys `base` and `sweep`",
                          where="grid")
     base, sweep = doc.get("base") or {}, doc.get("sweep") or {}
     for sect, val in (("base", base), ("sweep", sweep)):
         if not isinstance(val, dict):
-            raise InputError(f"{p.name}: {sect}", val, "a mapping knob: value(s)", where="grid")
+            raise InputError(f"{p.name}: {sect}", inputs.short(val), "a mapping knob: value(s)", where="grid")
     ov = {knob(n).name: spec for n, spec in (overrides or {}).items()}
     base = {k: v for k, v in base.items() if knob(k).name not in ov}
     merged = {}  # an overridden knob keeps its place in the file's order
@@ -307,7 +308,8 @@ def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
 def load_function(spec: str) -> Callable[[dict], dict]:
     """`"package.module:function"` -> the function (must be a picklable top-level callable)."""
     mod_name, _, attr = spec.partition(":")
-    if not mod_name or not attr:
+    ident = r"[A-Za-z_]\w*"
+    if not re.fullmatch(rf"{ident}(\.{ident})*", mod_name) or not re.fullmatch(ident, attr):
         raise InputError("fn", spec, "MODULE:FUNCTION, e.g. hopsim.gemm_sim:simulate_point")
     try:
         mod = importlib.import_module(mod_name)

@@ -21,6 +21,7 @@ field is inconsistent with what the descriptor is meant to describe, with what i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,15 +143,20 @@ class MatrixDescriptor:
 
 
 def parse_descriptor_value(text, field: str = "descriptor") -> int:
-    """A descriptor value from text ('0x...' hex, or decimal) -> int in [0, 2^64)."""
+    """A descriptor value from text ('0x' then hex digits, or decimal digits only) -> int in
+    [0, 2^64). Text like `1e5` or `4000` with letters is refused, not guessed as hex."""
     if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
         v = int(text)
     else:
         s = str(text).strip().replace("_", "")
-        try:
-            v = int(s, 16) if s.lower().startswith("0x") else int(s, 16 if any(c in "abcdefABCDEF" for c in s) else 10)
-        except ValueError:
-            raise InputError(field, text, "a 64-bit hex value such as 0x4000004000010040") from None
+        if re.fullmatch(r"0[xX][0-9a-fA-F]{1,64}", s):
+            v = int(s, 16)
+        elif re.fullmatch(r"\d{1,64}", s):
+            v = int(s, 10)
+        else:
+            shown = s if len(s) <= 40 else s[:40] + "..."
+            raise InputError(field, shown, "0x then hex digits (0x4000004000010040) or decimal digits "
+                             "only; hex needs the 0x prefix") from None
     if not 0 <= v < 1 << 64:
         raise InputError(field, text, "a value in 0 .. 0xffffffffffffffff (64 bits)")
     return v

@@ -36,7 +36,7 @@ HOPSIM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("hopsim.result", "hopsim.trace"),
     ("hopsim.timing",),           # when it happens: SimPy
     ("hopsim.power", "hopsim.fingerprint"),  # power and clock of a timed run; the model's hash
-    ("hopsim.summary", "hopsim.progress", "hopsim.cache"),
+    ("hopsim.summary", "hopsim.progress", "hopsim.cache", "hopsim.inputs"),
     ("hopsim.gemm_setup",),       # a GEMM's operands in the functional machine's memory
     ("hopsim.gemm_sim",),         # build + time one GEMM
     ("hopsim.sweep",),

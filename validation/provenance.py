@@ -15,6 +15,8 @@ import platform
 import shutil
 import subprocess
 
+from isa.errors import InputError
+
 RECORDS_DIR = pathlib.Path(__file__).resolve().parent / "records" / "h100"
 
 
@@ -122,12 +124,25 @@ def split_jsonl(path: pathlib.Path, out_dir: pathlib.Path) -> list[pathlib.Path]
     return [write_record(kind, name, rec, prov, out_dir=out_dir) for kind, name, prov, rec in recs]
 
 
+def _read_record(p: pathlib.Path) -> dict:
+    """One record file, or an InputError naming it (corrupt JSON, not UTF-8, not an object, a
+    `params` that is not an object)."""
+    try:
+        rec = json.loads(p.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InputError("records", str(p), f"a JSON record file ({str(exc).splitlines()[0][:80]})") from None
+    if not isinstance(rec, dict) or not isinstance(rec.get("params", {}), dict) \
+            or not isinstance(rec.get("kind", ""), str):
+        raise InputError("records", str(p), "a JSON object with a string `kind` and an object `params`")
+    return rec
+
+
 def load_records(kind: str | None = None, records_dir: pathlib.Path | None = None) -> list[dict]:
     """All committed records (optionally of one kind), readable without a GPU."""
     d = pathlib.Path(records_dir) if records_dir else RECORDS_DIR
     out = []
     for p in sorted(d.glob("*.json")):
-        rec = json.loads(p.read_text())
+        rec = _read_record(p)
         if kind is None or rec.get("kind") == kind:
             rec["_path"] = str(p)
             out.append(rec)

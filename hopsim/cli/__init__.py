@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import pathlib
 import sys
 
 from hopsim import __version__
-from isa.errors import HopsimError, InputError
+from isa.errors import HopsimError
 
 # Subcommand modules, in the order `hopsim --help` lists them. A module that is not there yet is
 # skipped, so the CLI grows one module at a time.
@@ -41,14 +39,6 @@ EXAMPLES = """examples:
 
 Each command has its own --help with examples (hopsim simulate gemm --help). Bad input gives one
 line on stderr and exit status 2. User guides: docs/guide/*.md."""
-
-
-def _writable(field: str, path: str | None) -> None:
-    """Fail before simulating when an output file cannot be created (no traceback at the end)."""
-    if path:
-        parent = pathlib.Path(path).resolve().parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise InputError(field, path, f"a file in an existing, writable directory ({parent} is not)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,6 +91,13 @@ def _error_line(exc: HopsimError) -> str:
     return f"hopsim: error: {exc}"
 
 
+def missing_command(parser: argparse.ArgumentParser) -> int:
+    """A command without its sub-command: the help on stdout, one error line on stderr, exit 2."""
+    parser.print_help()
+    print(f"{parser.prog}: error: a command is required (see '{parser.prog} --help')", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -108,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         sub = getattr(args, "_parser", None) or parser
         sub.error("unrecognized arguments: " + " ".join(extra))
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        return missing_command(parser)
     try:
         return int(args.func(args) or 0)
     except HopsimError as exc:

@@ -22,6 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from hopsim import inputs
 from hopsim.cli import bank_layout_cmd
 from hopsim.functional.banks import OPS, _check_batch, op_spec, to_lane_array, wavefronts_batch
 from isa.errors import InputError
@@ -68,11 +69,16 @@ def parse_trace(lines: list[str]) -> list[tuple[int, dict, np.ndarray]]:
         if not text.strip():
             continue
         where = f"line {no}"
+        shown = text[:40] + ("..." if len(text) > 40 else "")
+        if not inputs.depth_ok(text):
+            raise InputError("json", shown, f"JSON nested at most {inputs.NEST_MAX} deep", where=where)
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError("json", text[:40] + ("..." if len(text) > 40 else ""),
-                             f"one JSON object per line ({exc.msg})", where=where) from None
+            raise InputError("json", shown, f"one JSON object per line ({exc.msg})", where=where) from None
+        except (ValueError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
+            raise InputError("json", shown, f"one JSON object of plain values per line ({inputs.reason(exc)})",
+                             where=where) from None
         if not isinstance(obj, dict):
             raise InputError("json", text[:40], "a JSON object with 'op' and 'addrs'", where=where)
         if "op" not in obj:

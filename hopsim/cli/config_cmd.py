@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from hopsim.cli import missing_command
 from hopsim.config import GPUS, GpuConfig, load_gpu
 from hopsim.config.power import load_power
 from hopsim.fingerprint import model_fingerprint
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     schema = csub.add_parser("schema", help="JSON schema of the GPU config", epilog=EXAMPLE,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     schema.set_defaults(func=_schema)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda a: missing_command(p))
 
 
 def _rows(cfg: GpuConfig, only_assumed: bool, calibrated: bool = True):

@@ -34,7 +34,7 @@ def register(subparsers) -> None:
     d = sub.add_parser("decode", help="print the fields of a descriptor", epilog=EPILOG,
                        description="Print the fields of a 64-bit descriptor (hex).",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    d.add_argument("value", help="descriptor value, e.g. 0x4000004000010040")
+    d.add_argument("value", help="descriptor value: 0x then hex digits, or decimal digits only, e.g. 0x4000004000010040")
     d.add_argument("--json", action="store_true", help="print a JSON object")
     d.set_defaults(func=run_decode)
 

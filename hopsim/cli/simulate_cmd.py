@@ -13,17 +13,13 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import pathlib
-import re
 import sys
-import zlib
 
 import numpy as np
-import yaml
 
-from hopsim import gemm_sim, sweep
-from hopsim.cli import _Parser, _writable, sweep_cmd
+from hopsim import gemm_sim, inputs, sweep
+from hopsim.cli import _Parser, launch, missing_command, sweep_cmd
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
@@ -32,11 +28,10 @@ from hopsim.power.model import Events, PowerModel
 from hopsim.power.solve import ClockSolver, parse_clock
 from hopsim.progress import Activity
 from hopsim.summary import format_summary
-from hopsim.timing.runner import simulate
-from isa.dtypes import from_f32
-from isa.errors import InputError
+from hopsim.timing.runner import SimulationLimit, simulate
+from isa.errors import HopsimError, InputError
 from isa.ir import check, parse, verify
-from isa.tensormap import TensorMap
+from isa.ir.program import LabelDef
 from kernels.gemm import build_gemm
 
 GEMM_EXAMPLE = """examples:
@@ -126,11 +121,6 @@ def _activity(args, desc: str):
     return Activity(desc, enabled=False if getattr(args, "no_progress", False) else None)
 
 
-def _png(field: str, path: str | None) -> None:
-    if path and not path.lower().endswith(".png"):
-        raise InputError(field, path, "a file name ending in .png")
-
-
 def _launch_rows(run) -> dict:
     gk = build_gemm(run.params)
     p = run.params
@@ -191,12 +181,12 @@ def _emit_ir(grid, points: list, overrides: dict) -> int:
 def run_gemm(argv: list[str]) -> int:
     args = gemm_parser().parse_args(argv)
     clock = parse_clock(args.clock, PowerModel.load())
-    for f in ("plot", "sweep_plot"):
-        _png(f.replace("_", "-"), getattr(args, f))
-    for f in ("trace", "plot", "sweep_plot"):
-        _writable(f.replace("_", "-"), getattr(args, f))
-    if args.jobs is not None and args.jobs < 1:
-        raise InputError("jobs", args.jobs, "a positive number of worker processes")
+    inputs.output_paths([("trace", args.trace, (".json",)), ("plot", args.plot, (".png",)),
+                         ("sweep-plot", args.sweep_plot, (".png",))])
+    if args.jobs is not None:
+        inputs.bounded_int("jobs", args.jobs, 1, 4096, "a number of worker processes")
+    if args.plot_cycles is not None:
+        inputs.bounded_int("plot-cycles", args.plot_cycles, 1, 2**53, "a positive number of cycles")
     overrides = {kn.name: getattr(args, f"knob_{kn.name}") for kn in sweep.KNOBS
                  if getattr(args, f"knob_{kn.name}") is not None}
     grid = sweep.make_grid(sweep=overrides)
@@ -205,14 +195,16 @@ def run_gemm(argv: list[str]) -> int:
         return _emit_ir(grid, points, overrides)
     if len(points) == 1:
         params = gemm_sim.params_of(points[0])
+        inputs.gemm_limits(params, values=args.mode == "full" or args.check)
         gpu = load_gpu(points[0].get("gpu") or "h100_sxm")
         with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):
             run = gemm_sim.simulate_gemm_clocked(params, gpu, clock, mode=args.mode, check=args.check,
                                                  trace=bool(args.trace or args.plot))
-            if args.trace:
-                run.result.trace.write(args.trace)
-            if args.plot:
-                _timeline(run, args.plot, args.plot_cycles)
+            with inputs.Outputs() as outs:
+                if args.trace:
+                    run.result.trace.write(outs.stage(args.trace))
+                if args.plot:
+                    _timeline(run, outs.stage(args.plot), args.plot_cycles)
         if args.json:
             print(json.dumps(run.to_json()))
         else:
@@ -231,7 +223,7 @@ def run_gemm(argv: list[str]) -> int:
     if args.check or args.trace:
         raise InputError("check" if args.check else "trace", True,
                          "a single configuration (no knob lists or ranges) with --check / --trace")
-    ok_idx, bad, first_err = sweep_cmd._check_points(points)
+    ok_idx, bad, first_err = sweep_cmd._check_points(points, values=args.mode == "full")
     if not ok_idx:
         raise first_err
     if bad:
@@ -249,8 +241,15 @@ def run_gemm(argv: list[str]) -> int:
         print(json.dumps(rows))
     else:
         sweep_cmd.print_table(rows, grid, "time_ms")
+    with inputs.Outputs() as outs:
+        _sweep_outputs(args, rows, grid, points, outs)
+    return 1 if any(r.get("error") for r in rows) else 0
+
+
+def _sweep_outputs(args, rows, grid, points, outs) -> None:
+    """--sweep-plot and --plot (the fastest point's timeline) of a sweep, staged in `outs`."""
     if args.sweep_plot:
-        plot_sweep([r for r in rows if not r.get("error")], grid.swept[0], args.sweep_plot)
+        plot_sweep([r for r in rows if not r.get("error")], grid.swept[0], outs.stage(args.sweep_plot))
         print(f"sweep plot written to {args.sweep_plot}", file=sys.stderr)
     good = [r for r in rows if isinstance(r.get("time_ms"), (int, float))]
     if args.plot and good:
@@ -259,10 +258,9 @@ def run_gemm(argv: list[str]) -> int:
         with _activity(args, "timeline of the fastest point"):
             run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm")
                                          .at_clock(best.get("clock_mhz")), trace=True)
-            _timeline(run, args.plot, args.plot_cycles)
+            _timeline(run, outs.stage(args.plot), args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)
-    return 1 if any(r.get("error") for r in rows) else 0
 
 
 # ----------------------------------------------------------------------------- FILE.ptx
@@ -281,7 +279,7 @@ def ptx_parser() -> argparse.ArgumentParser:
     p.add_argument("--buffer", action="append", default=[], metavar="NAME=SPEC")
     p.add_argument("--tensor-map", action="append", default=[], metavar="NAME=BUF:BOX[:SWIZZLE]")
     p.add_argument("--save", action="append", default=[], metavar="NAME=FILE.npy",
-                   help="write a buffer after the run")
+                   help="write a buffer after the run (every output is written only if all succeed)")
     p.add_argument("--timing-only", action="store_true", help="skip data values (faster)")
     p.add_argument("--gpu", default="h100_sxm")
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
@@ -290,152 +288,106 @@ def ptx_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--trace", metavar="FILE.json")
     p.add_argument("--plot", metavar="FILE.png")
-    p.add_argument("--max-cycles", type=int, metavar="N", help="stop a livelock after N cycles")
+    p.add_argument("--max-cycles", type=int, metavar="N",
+                   help="report a livelock when the launch is not done after N cycles. Default: a "
+                        "livelock when one CTA runs longer than 100000 + 1000 x S x P cycles (S = the "
+                        "kernel's static instructions, P = the largest integer --param, 1..65536). "
+                        "A deadlock is reported as a deadlock either way")
     p.add_argument("--no-progress", action="store_true", help="no elapsed-time line on stderr")
     return p
 
 
-_DT = {"f16": "float16", "f32": "float32", "f64": "float64", "u8": "uint8", "u16": "uint16",
-       "u32": "uint32", "u64": "uint64", "s32": "int32", "s64": "int64", "bf16": "bf16"}
+CAP_BASE = 100_000      # cycles of the default per-CTA cap (prologue, memory latency, epilogue)
+CAP_PER_INSTR = 1_000   # cycles per static instruction and unit of the largest integer --param
+CAP_PARAM_MAX = 65_536  # the --param factor is clipped here (an address is not a trip count)
+MAX_CTAS = 1 << 20      # CTAs hopsim simulates one by one in reasonable time
 
 
-def _dim3(field: str, v) -> tuple:
-    if isinstance(v, int):
-        v = [v]
-    if isinstance(v, str):
-        v = [x for x in re.split(r"[,x ]+", v.strip()) if x]
+def default_cta_cap(kernel, params: dict) -> int:
+    """The default livelock bound of one CTA: 100000 + 1000 x S x P cycles, S = the kernel's
+    static instructions, P = the largest integer --param (1..65536: loop trip counts come from
+    parameters). Per CTA, so it does not grow with the number of waves."""
+    ints = [abs(v) for v in params.values() if isinstance(v, int)]
+    p = min(CAP_PARAM_MAX, max([1] + ints))
+    static = sum(1 for x in kernel.body if not isinstance(x, LabelDef))
+    return CAP_BASE + CAP_PER_INSTR * max(1, static) * p
+
+
+def _ptx_outputs(args, save: dict) -> dict:
+    """Every output path of `simulate FILE.ptx`, checked (and distinct) before anything runs."""
+    items = [("trace", args.trace, (".json",)), ("plot", args.plot, (".png",))]
+    items += [(f"save {n}", f, (".npy",)) for n, f in save.items()]
+    return inputs.output_paths(items)
+
+
+def _parse_kernel(path_arg: str):
+    text = inputs.read_text("FILE", path_arg, "IR kernel file (or 'gemm')")
     try:
-        vals = [int(x) for x in v]
-    except (TypeError, ValueError):
-        raise InputError(field, v, "1 to 3 positive integers, e.g. 132 or 16,8") from None
-    if not 1 <= len(vals) <= 3 or any(x < 1 for x in vals):
-        raise InputError(field, v, "1 to 3 positive integers, e.g. 132 or 16,8")
-    return tuple(vals + [1] * (3 - len(vals)))
+        kernel = parse(text, filename=path_arg)
+    except RecursionError:
+        raise InputError("FILE", path_arg, "an IR kernel file nested less deeply") from None
+    check(kernel)  # VerifyError (file:line, rule, instruction) before anything runs
+    for d in verify(kernel):
+        if d.severity != "error":
+            print(f"hopsim: {d.format(path_arg)}", file=sys.stderr)
+    return kernel
 
 
-def _shape(field: str, s: str) -> tuple:
-    try:
-        dims = tuple(int(x) for x in s.lower().split("x"))
-    except ValueError:
-        raise InputError(field, s, "a shape like 64x256") from None
-    if not dims or any(d < 1 for d in dims):
-        raise InputError(field, s, "a shape like 64x256 (positive extents)")
-    return dims
-
-
-def _make_buffer(name: str, spec: str, base: pathlib.Path):
-    field = f"buffer {name}"
-    s = str(spec)
-    if s.endswith(".npy"):
-        path = pathlib.Path(s) if os.path.isabs(s) else base / s
-        if not path.exists():
-            raise InputError(field, s, "an existing .npy file")
-        return np.load(path), None
-    parts = s.split(":")
-    if len(parts) < 3 or parts[0] not in ("zeros", "random", "arange"):
-        raise InputError(field, s, "FILE.npy, zeros:DTYPE:SHAPE, random:DTYPE:SHAPE[:SEED] or "
-                         "arange:DTYPE:SHAPE")
-    kind, dt, shape = parts[0], parts[1], _shape(field, parts[2])
-    if dt not in _DT:
-        raise InputError(f"{field} dtype", dt, "one of " + ", ".join(_DT))
-    # default seed: the buffer's name (CRC-32), so that two random buffers differ (A == B would
-    # make A.B^T symmetric and hide a transposition bug)
-    seed = int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else zlib.crc32(name.encode())
-    n = int(np.prod(shape))
-    if kind == "zeros":
-        x = np.zeros(shape, np.float32)
-    elif kind == "arange":
-        x = np.arange(n, dtype=np.float64).reshape(shape)
-    else:
-        x = np.random.default_rng(seed).standard_normal(shape)
-    if dt == "bf16":
-        return from_f32(x.astype(np.float32), "bf16"), "bf16"
-    if dt in ("f16", "f32", "f64"):
-        return x.astype(_DT[dt]), dt
-    return (x if kind != "random" else np.abs(x) * 100).astype(_DT[dt]), dt
-
-
-def _kv(field: str, item: str) -> tuple[str, str]:
-    if "=" not in item:
-        raise InputError(field, item, "NAME=VALUE")
-    k, v = item.split("=", 1)
-    return k.strip(), v.strip()
+def _launch_inputs(args, kernel):
+    """(grid, block, smem, buffers, tensor maps, params, save, base dir) from --launch and flags."""
+    spec, base = launch.load_launch(args.launch) if args.launch else (launch.LaunchFile(),
+                                                                      pathlib.Path(args.target_file).parent)
+    grid = inputs.dim3("grid", args.grid if args.grid is not None else (spec.grid if spec.grid is not None else 1), "grid")
+    block = inputs.dim3("block", args.block if args.block is not None else
+                        (spec.block if spec.block is not None else 128), "block")
+    static = int(getattr(kernel, "static_smem_bytes", 0) or 0)
+    smem = args.smem if args.smem is not None else (spec.smem or 0)
+    inputs.bounded_int("smem", smem, 0, max(0, launch.SMEM_MAX - static),
+                       f"dynamic shared memory bytes (static {static} + dynamic <= {launch.SMEM_MAX})")
+    if grid[0] * grid[1] * grid[2] > MAX_CTAS:
+        raise InputError("grid", "x".join(map(str, grid)), f"at most {MAX_CTAS} CTAs: hopsim simulates every CTA "
+                         "(a larger grid cannot be simulated in reasonable time)")
+    merged = []
+    for key, flags, field in (("buffers", args.buffer, "buffer"), ("tensor_maps", args.tensor_map, "tensor-map"),
+                              ("params", args.param, "param"), ("save", args.save, "save")):
+        d = dict(getattr(spec, key))
+        d.update(dict(launch.kv(field, x) for x in flags))
+        merged.append(d)
+    return (grid, block, smem, *merged, base)
 
 
 def run_ptx(path_arg: str, argv: list[str]) -> int:
     args = ptx_parser().parse_args(argv)
+    args.target_file = path_arg
     pm = PowerModel.load()
     clock = parse_clock(args.clock, pm)
-    _png("plot", args.plot)
-    for f in ("trace", "plot"):
-        _writable(f, getattr(args, f))
-    path = pathlib.Path(path_arg)
-    if not path.is_file():
-        raise InputError("FILE", path_arg, "an existing IR kernel file (or 'gemm')")
-    kernel = parse(path.read_text(), filename=str(path))
-    check(kernel)  # VerifyError (file:line, rule, instruction) before anything runs
-    for d in verify(kernel):
-        if d.severity != "error":
-            print(f"hopsim: {d.format(str(path))}", file=sys.stderr)
-    spec: dict = {}
-    base = path.parent
-    if args.launch:
-        lp = pathlib.Path(args.launch)
-        if not lp.is_file():
-            raise InputError("launch", args.launch, "an existing YAML file")
-        try:
-            spec = yaml.safe_load(lp.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise InputError("launch", args.launch, f"valid YAML ({str(exc).splitlines()[0]})") from None
-        if not isinstance(spec, dict):
-            raise InputError("launch", args.launch, "a mapping with grid, block, smem, params, ...")
-        unknown = set(spec) - {"grid", "block", "smem", "params", "buffers", "tensor_maps", "save"}
-        if unknown:
-            raise InputError("launch", sorted(unknown), "keys grid, block, smem, params, buffers, "
-                             "tensor_maps, save")
-        base = lp.parent
-    grid = _dim3("grid", args.grid or spec.get("grid", 1))
-    block = _dim3("block", args.block or spec.get("block", 128))
-    smem = args.smem if args.smem is not None else int(spec.get("smem", 0))
-    buffers = dict((spec.get("buffers") or {}))
-    buffers.update(dict(_kv("buffer", b) for b in args.buffer))
-    tmaps = dict((spec.get("tensor_maps") or {}))
-    tmaps.update(dict(_kv("tensor-map", t) for t in args.tensor_map))
-    params = dict((spec.get("params") or {}))
-    params.update(dict(_kv("param", p) for p in args.param))
-    save = dict((spec.get("save") or {}))
-    save.update(dict(_kv("save", s) for s in args.save))
-
+    if args.max_cycles is not None:
+        inputs.bounded_int("max-cycles", args.max_cycles, 1, 2**53, "a positive number of cycles")
+    inputs.output_paths([("trace", args.trace, (".json",)), ("plot", args.plot, (".png",))])
+    kernel = _parse_kernel(path_arg)
+    grid, block, smem, buffers, tmaps, params, save, base = _launch_inputs(args, kernel)
+    for name in save:
+        if name not in buffers:
+            raise InputError("save", name, "a buffer name: " + (", ".join(buffers) or "none"))
+    _ptx_outputs(args, save)
+    total = sum(launch.buffer_bytes(n, s, base) for n, s in buffers.items())
+    inputs.within_budget("buffer", ",".join(buffers)[:60], total, "the buffers")
+    extra = set(params) - {p.name for p in kernel.params}
+    if extra:
+        raise InputError("param", sorted(extra)[:8], "the kernel's .params: " +
+                         (", ".join(p.name for p in kernel.params) or "none"))
+    gpu = load_gpu(args.gpu)
     gmem = GlobalMemory()
     arrays, dtypes = {}, {}
     for name, bspec in buffers.items():
-        arr, dt = _make_buffer(name, bspec, base)
+        arr, dt = launch.make_buffer(name, bspec, base)
         arrays[name], dtypes[name] = arr, dt
         gmem.alloc(name, arr)
-    handles = {}
-    for name, tspec in tmaps.items():
-        parts = str(tspec).split(":")
-        if len(parts) not in (2, 3) or parts[0] not in arrays:
-            raise InputError(f"tensor-map {name}", tspec, "BUFFER:BOXCOLSxBOXROWS[:SWIZZLE] over a "
-                             f"2-D buffer; buffers: {', '.join(arrays) or 'none'}")
-        arr = arrays[parts[0]]
-        if arr.ndim != 2:
-            raise InputError(f"tensor-map {name}", tspec, "a 2-D buffer (rows x cols)")
-        bc, br = _shape(f"tensor-map {name}", parts[1]) + (1,) * (2 - len(parts[1].split("x")))
-        dt = dtypes[parts[0]] or {"float16": "f16", "float32": "f32"}.get(str(arr.dtype), "u8")
-        tm = TensorMap(dtype=dt, global_dims=(arr.shape[1], arr.shape[0]),
-                       global_strides_bytes=(arr.shape[1] * arr.itemsize,), box_dims=(bc, br),
-                       global_address=gmem.address(parts[0]),
-                       swizzle=parts[2] if len(parts) == 3 else "128B")
-        handles[name] = gmem.register_tensor_map(name, tm)
+    handles = {name: launch.tensor_map(name, t, arrays, dtypes, gmem) for name, t in tmaps.items()}
     values = {}
     for prm in kernel.params:
         if prm.name in params:
-            raw = params[prm.name]
-            try:
-                values[prm.name] = float(raw) if prm.type.startswith("f") else int(str(raw), 0)
-            except ValueError:
-                raise InputError(f"param {prm.name}", raw, f"a number for .param .{prm.type}") from None
+            values[prm.name] = launch.param_value(prm, params[prm.name])
         elif prm.name in handles:
             values[prm.name] = handles[prm.name]
         elif prm.name in arrays:
@@ -443,34 +395,37 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
         else:
             raise InputError(f"param {prm.name}", "missing", "--param NAME=VALUE, a --buffer or a "
                              "--tensor-map of that name")
-    extra = set(params) - {p.name for p in kernel.params}
-    if extra:
-        raise InputError("param", sorted(extra), "the kernel's .params: " +
-                         ", ".join(p.name for p in kernel.params))
-    for name in save:
-        if name not in arrays:
-            raise InputError("save", name, "a buffer name: " + (", ".join(arrays) or "none"))
-    launch = Launch(grid=grid, block=block, dynamic_smem=smem, params=values)
-    gpu = load_gpu(args.gpu)
+    cta_cap = None if args.max_cycles else default_cta_cap(
+        kernel, {p.name: values[p.name] for p in kernel.params if p.name in params})
+    lch = Launch(grid=grid, block=block, dynamic_smem=smem, params=values)
+    caps = {"max_cycles": args.max_cycles, "max_cta_cycles": cta_cap}
     with _activity(args, f"simulating {kernel.name}"):
-        def at(mhz: float):  # the clock solve's runs, each on a copy of the inputs
-            return simulate(kernel, launch, gpu.at_clock(mhz), values=not args.timing_only,
-                            gmem=copy.deepcopy(gmem), max_cycles=args.max_cycles)
+        try:
+            def at(mhz: float):  # the clock solve's runs, each on a copy of the inputs
+                return simulate(kernel, lch, gpu.at_clock(mhz), values=not args.timing_only,
+                                gmem=copy.deepcopy(gmem), **caps)
 
-        solver = ClockSolver(at, lambda r: Events.from_result(r, "f16f32", int(gpu.spec.num_sms.value)), pm)
-        sol = solver.solve()
-        mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
-        pt = solver.point(mhz)
-        res = simulate(kernel, launch, gpu.at_clock(mhz), values=not args.timing_only, gmem=gmem,
-                       trace=bool(args.trace or args.plot), max_cycles=args.max_cycles)
-    for name, out in save.items():
-        arr = arrays[name]
-        np.save(out, gmem.view(name, arr.dtype, arr.shape))
-    if args.trace:
-        res.trace.write(args.trace)
-    if args.plot:
-        plot_timeline(res.trace, args.plot, title=kernel.name, clock_mhz=res.clock_mhz,
-                      total_cycles=res.cycles)
+            solver = ClockSolver(at, lambda r: Events.from_result(r, "f16f32", int(gpu.spec.num_sms.value)), pm)
+            sol = solver.solve()
+            mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
+            pt = solver.point(mhz)
+            res = simulate(kernel, lch, gpu.at_clock(mhz), values=not args.timing_only, gmem=gmem,
+                           trace=bool(args.trace or args.plot), **caps)
+        except SimulationLimit as exc:
+            how = ("the launch, --max-cycles" if args.max_cycles else
+                   "one CTA, the default cap 100000 + 1000 x S x P, see --help")
+            raise HopsimError(f"livelock: {kernel.name} exceeded {exc.max_cycles} cycles ({how}) with warps "
+                              f"still running: {'; '.join(exc.running[:6])}") from None
+    with inputs.Outputs() as outs:
+        for name, out in save.items():
+            arr = arrays[name]
+            with open(outs.stage(out), "wb") as fh:
+                np.save(fh, gmem.view(name, arr.dtype, arr.shape))
+        if args.trace:
+            res.trace.write(outs.stage(args.trace))
+        if args.plot:
+            plot_timeline(res.trace, outs.stage(args.plot), title=kernel.name, clock_mhz=res.clock_mhz,
+                          total_cycles=res.cycles)
     power = {"time_ms_boost": sol.boost.time_ms, "time_ms_sustained": sol.sustained.time_ms,
              "sustained_clock_mhz": sol.sustained.mhz, "power_w": pt.power_w, "energy_mj": pt.energy_mj,
              "power": {"boost": sol.boost.to_json(), "sustained": sol.sustained.to_json(),
@@ -481,7 +436,7 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
         notes = [sol.summary(), f"at {mhz:.0f} MHz: {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per "
                  "launch (power model: tensor energy of f16 -> f32, random data)"]
         notes += [f"saved {n} to {f}" for n, f in save.items()]
-        print(format_summary(res, title=f"{kernel.name} ({path.name})", notes=notes,
+        print(format_summary(res, title=f"{kernel.name} ({pathlib.Path(path_arg).name})", notes=notes,
                              launch={"Grid Size": ("", "x".join(map(str, grid))),
                                      "Block Size": ("", "x".join(map(str, block))),
                                      "Static Shared Memory Per Block":
@@ -491,9 +446,11 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
 
 
 def run(args) -> int:
-    if args.target is None or (args.help and args.target is None):
-        args._simulate_parser.print_help()
-        return 0 if args.help else 2
+    if args.target is None:
+        if args.help:
+            args._simulate_parser.print_help()
+            return 0
+        return missing_command(args._simulate_parser)
     rest = list(args.rest) + (["--help"] if args.help else [])
     if args.target == "gemm":
         return run_gemm(rest)

@@ -19,7 +19,7 @@ import pathlib
 import sys
 
 from hopsim import sweep
-from hopsim.cli import _writable
+from hopsim import inputs
 from hopsim.gemm_sim import ROW_COLUMNS, ROW_PREFIXES
 from hopsim.plots import plot_sweep
 from hopsim.power.model import PowerModel
@@ -94,13 +94,14 @@ def _grid(args) -> sweep.Grid:
     return sweep.make_grid(sweep=ov)
 
 
-def _check_points(points: list[dict]) -> tuple[list[int], dict[int, str], InputError | None]:
-    """Indices of valid points, errors of the invalid ones (GemmParams rules), the first error."""
+def _check_points(points: list[dict], values: bool = False) -> tuple[list[int], dict[int, str], InputError | None]:
+    """Indices of valid points, errors of the invalid ones (GemmParams rules, and what hopsim can
+    simulate: inputs.gemm_limits), the first error."""
     names = set(GemmParams.__dataclass_fields__)
     ok, bad, first = [], {}, None
     for i, p in enumerate(points):
         try:
-            GemmParams(**{k: v for k, v in p.items() if k in names})
+            inputs.gemm_limits(GemmParams(**{k: v for k, v in p.items() if k in names}), values)
             ok.append(i)
         except InputError as exc:
             bad[i] = f"invalid configuration: {exc}"
@@ -288,15 +289,11 @@ def _check_y_after(y: str, rows: list[dict]) -> None:
 
 def run(args) -> int:
     kind, _ = sweep.parse_executor(args.executor)
-    if args.jobs is not None and args.jobs < 1:
-        raise InputError("jobs", args.jobs, "a positive number of workers")
-    if args.plot and not args.plot.lower().endswith(".png"):
-        raise InputError("plot", args.plot, "a file name ending in .png")
-    if args.out:
-        if pathlib.Path(args.out).suffix.lower() not in (".csv", ".json"):
-            raise InputError("out", args.out, "a file name ending in .csv or .json")
-    for f in ("out", "plot"):  # before simulating; no directory is created
-        _writable(f, getattr(args, f))
+    if args.jobs is not None:
+        inputs.bounded_int("jobs", args.jobs, 1, 4096, "a number of workers")
+    if not 0 < args.dask_timeout <= 3600:
+        raise InputError("dask-timeout", args.dask_timeout, "seconds in (0, 3600]")
+    inputs.output_paths([("out", args.out, (".csv", ".json")), ("plot", args.plot, (".png",))])
     _check_y_before(args.y, args.fn)
     clock = parse_clock(args.clock, PowerModel.load())
     grid = _grid(args)
@@ -337,13 +334,14 @@ def run(args) -> int:
               + _nearest_hint(rows, records, args.y), file=sys.stderr)
         for r in rows:
             r["clock_basis"] = "record" if "sm_clock_mhz" in r else "model"
-    if args.out:
-        sweep.write_rows(rows, args.out)
-    if args.plot:
-        plot_sweep(rows, plot_knob, args.plot, y=args.y, compare=hw_rows or None,
-                   title=f"{args.y} against {plot_knob}" + (
-                       " (sim solid, H100 dashed)\nsim at each record's measured SM clock "
-                       "(as validate compare)" if hw_rows else ""))
+    with inputs.Outputs() as outs:
+        if args.out:
+            sweep.write_rows(rows, outs.stage(args.out))
+        if args.plot:
+            plot_sweep(rows, plot_knob, outs.stage(args.plot), y=args.y, compare=hw_rows or None,
+                       title=f"{args.y} against {plot_knob}" + (
+                           " (sim solid, H100 dashed)\nsim at each record's measured SM clock "
+                           "(as validate compare)" if hw_rows else ""))
     if args.json:
         print(json.dumps(rows, indent=1, default=str))
     else:

@@ -60,8 +60,9 @@ def run_show(args) -> int:
     mode = parse_swizzle(args.mode)
     if not 1 <= args.rows <= 1024:
         raise InputError("rows", args.rows, "1..1024")
-    if args.base < 0 or args.base % 128:
-        raise InputError("base", args.base, "a non-negative multiple of 128 (a 128-byte line)")
+    if not 0 <= args.base < 1 << 32 or args.base % 128:
+        raise InputError("base", args.base if args.base.bit_length() < 80 else f"<{args.base.bit_length()}-bit integer>",
+                         "a multiple of 128 (a 128-byte line) in 0 .. 2^32-128")
     phys = chunk_map(mode, args.rows, args.base)  # phys[r, c] = where logical chunk c goes
     if args.json:
         print(json.dumps({"mode": mode.label, "cute": str(mode.cute), "base": args.base,

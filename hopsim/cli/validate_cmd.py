@@ -15,7 +15,7 @@ import json
 import pathlib
 import sys
 
-from hopsim.cli import _Parser
+from hopsim.cli import _Parser, missing_command
 from hopsim.validate.calibrate import DEFAULT_OUT, as_json, calibrate, table, write_calibrated
 from hopsim.validate.run_compare import clock_summary, compare_records
 from isa.errors import InputError
@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--no-progress", action="store_true")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
     m.set_defaults(func=run_compare)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda a: missing_command(p))
 
 
 def _dir(field: str, value: str | None) -> pathlib.Path | None:

@@ -41,13 +41,21 @@ class GlobalMemory:
         self._tmap_names: dict[str, int] = {}
 
     # ----------------------------------------------------------------------------- buffers
-    def alloc(self, name: str, data) -> int:
+    def reserve(self, name: str, nbytes: int) -> int:
+        """Address space for buffer `name` without its data (timing-only runs): reads give zeros,
+        per-lane stores are dropped; nothing of size `nbytes` is allocated. Returns the base address, the
+        one `alloc` would give."""
+        return self.alloc(name, np.broadcast_to(np.zeros(1, dtype=np.uint8), (int(nbytes),)), copy=False)
+
+    def alloc(self, name: str, data, copy: bool = True) -> int:
         """Allocate buffer `name` holding `data` (an int byte count -> zeros, or an array whose
         bytes are copied). Returns its base address (256-B aligned)."""
         if name in self._names:
             raise ValueError(f"global buffer {name!r} already allocated")
         if isinstance(data, (int, np.integer)):
             buf = np.zeros(int(data), dtype=np.uint8)
+        elif not copy:
+            buf = data
         else:
             buf = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint8).copy()
         base = self._next
@@ -85,7 +93,8 @@ class GlobalMemory:
     def write(self, addr: int, data) -> None:
         b = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint8)
         i, off = self.locate(addr, b.nbytes)
-        self._bufs[i][off:off + b.nbytes] = b
+        if self._bufs[i].flags.writeable:  # a reserved buffer (timing-only) keeps no data
+            self._bufs[i][off:off + b.nbytes] = b
 
     def region(self, addr: int, nbytes: int) -> np.ndarray:
         """A writable uint8 view of [addr, addr+nbytes) (must lie in one buffer)."""
@@ -128,7 +137,8 @@ class GlobalMemory:
         off, i = self._lane_offsets(addrs, size)
         data = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape(len(off), count)).view(np.uint8)
         idx = off[:, None] + np.arange(size)
-        self._bufs[i][idx] = data.reshape(len(off), size)
+        if self._bufs[i].flags.writeable:  # a reserved buffer (timing-only) keeps no data
+            self._bufs[i][idx] = data.reshape(len(off), size)
 
     # ----------------------------------------------------------------------------- tensor maps
     def register_tensor_map(self, name: str, tmap) -> int:

@@ -52,7 +52,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
              checks: bool = True, flop_count: float | None = None, regs_per_thread: int | None = None,
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
              bank_model=None, memory: str = "shared", memo: bool = False,
-             max_cycles: int | None = None) -> SimResult:
+             max_cycles: int | None = None, max_cta_cycles: int | None = None) -> SimResult:
     """Time `kernel` launched as `launch` on `gpu` (default H100 SXM). See module docstring.
 
     gmem: the `GlobalMemory` holding the kernel's buffers and tensor maps (shared by all CTAs).
@@ -69,13 +69,15 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     memory="partitioned" and no jitter, else it is refused.
     max_cycles: stop with a `SimulationLimit` error naming the running warps if the launch is not
     done by then (a livelock, e.g. a test_wait spin on a phase that never completes).
+    max_cta_cycles: the same for each CTA simulated in detail (a bound that does not grow with
+    the number of waves). A deadlock (nothing left to run) is reported as one under either cap.
     """
     gpu = gpu or load_gpu()
     _check_modes(memory, memo, values, jitter_cycles)
     gmem, make_executor, make_sample = _executors(kernel, launch, gmem, values, checks, executor_factory)
     grid = _Grid(gpu, launch, _occupancy_of(gpu, kernel, launch, regs_per_thread), make_executor,
                  trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
-                 memory=memory, memo=memo, max_cycles=max_cycles)
+                 memory=memory, memo=memo, max_cycles=max_cycles, max_cta_cycles=max_cta_cycles)
     grid.plan(make_sample)
     if grid.sm_memo:
         try:
@@ -83,7 +85,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         except smclass.NotMemoisable as e:  # an ld.global couples the SMs: CTA by CTA instead
             res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
                            flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=make_executor,
-                           bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles)
+                           bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles,
+                           max_cta_cycles=max_cta_cycles)
             res.extra.update(memo=True, sm_memo=f"off: {e}")
             return res
     else:
@@ -133,11 +136,13 @@ class _Grid:
     `run_sm_classes()` (SM-level memo, smclass.py), then `result()`.
     """
 
-    def __init__(self, gpu, launch, occ, make_executor, *, trace, jitter, wavefronts, memory, memo, max_cycles):
+    def __init__(self, gpu, launch, occ, make_executor, *, trace, jitter, wavefronts, memory, memo, max_cycles,
+                 max_cta_cycles=None):
         self.gpu, self.launch, self.occ = gpu, launch, occ
         self.make_executor = make_executor
         self.trace, self.jitter, self.wavefronts = trace, jitter, wavefronts
         self.memory_mode, self.memo, self.max_cycles = memory, memo, max_cycles
+        self.max_cta_cycles = max_cta_cycles
         self.partitioned = memory == "partitioned"
         self.num_sms = int(gpu.spec.num_sms.value)
         self.num_ctas = launch.num_ctas
@@ -175,10 +180,8 @@ class _Grid:
         sched = CtaScheduler(env, num_sms=self.num_sms, ctas_per_sm=self.occ.ctas_per_sm, num_ctas=self.num_ctas,
                              launch_cycles=self.launch_cycles, run_cta=self._run_cta)
         try:
-            if max_cycles is not None:
-                env.run(until=env.any_of([sched.done, env.timeout(max_cycles)]))
-                if not sched.done.triggered:
-                    raise SimulationLimit(max_cycles, self.live)
+            if max_cycles is not None or self.max_cta_cycles is not None:
+                _run_capped(env, sched.done, max_cycles, self.live, self.max_cta_cycles)
             else:
                 env.run(until=sched.done)
         except Exception as e:
@@ -279,6 +282,7 @@ class _Grid:
             self.in_flight[memo_key] = (start, env.event())
         run = CtaRun(env, sm, self.make_executor(cta), self.consts, trace=self.trace, wavefronts=self.wavefronts,
                      hits=hits)
+        run.started = env.now
         self.live.add(run)
         if self.tr is not None:
             self.tr.counter(sm.sm_id, "resident CTAs", env.now, cta=cta)
@@ -382,17 +386,39 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     return coord
 
 
+def _run_capped(env, done, max_cycles: int | None, live, cta_cycles: int | None) -> None:
+    """Run until `done`. An event past `max_cycles`, or a CTA running longer than `cta_cycles`, is
+    a `SimulationLimit` (livelock); no event left while warps wait is a deadlock, reported as
+    without a cap (the RuntimeError env.run raises)."""
+    inf = float("inf")
+    limit = inf if max_cycles is None else max_cycles
+    check_at = inf if cta_cycles is None else cta_cycles
+    while not done.triggered:
+        t = env.peek()
+        if t == inf:
+            raise RuntimeError("No scheduled events left but the launch is not done")
+        if t > limit:
+            raise SimulationLimit(max_cycles, live)
+        if t > check_at:
+            stuck = [r for r in live if t - r.started > cta_cycles]
+            if stuck:
+                raise SimulationLimit(cta_cycles, stuck, per_cta=True)
+            check_at = min((r.started for r in live), default=t) + cta_cycles
+        env.step()
+
+
 class SimulationLimit(HopsimError):
     """The launch ran past `max_cycles` (livelock or a too small limit); names the live warps."""
 
-    def __init__(self, max_cycles: int, live):
+    def __init__(self, max_cycles: int, live, per_cta: bool = False):
         where = []
         for run in sorted(live, key=lambda r: r.ex.cta_linear)[:4]:
             for w in range(run.ex.num_warps):
                 if not run.ex.warp_done(w):
                     where.append(f"CTA {run.ex.cta_linear} warp {w} at #{run.ex.pc(w)}")
-        super().__init__(f"simulation passed max_cycles={max_cycles} with warps still running: "
-                         + "; ".join(where[:16]))
+        self.max_cycles, self.per_cta, self.running = max_cycles, per_cta, where[:16]
+        what = "a CTA ran past max_cta_cycles" if per_cta else "simulation passed max_cycles"
+        super().__init__(f"{what}={max_cycles} with warps still running: " + "; ".join(where[:16]))
 
 
 class _Aggregate:

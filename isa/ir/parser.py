@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from isa.ir import instructions as I
 from isa.ir.ops.base import INSTRUCTION_CLASSES, SYNTAX
 from isa.ir.operands import SPECIAL_REGISTERS, Guard, Imm, IRError, Mem, Reg, RegVec, SReg, Sym
-from isa.ir.program import PARAM_TYPES, Kernel, LabelDef, Param, RegDecl, SharedDecl
+from isa.ir.program import PARAM_TYPES, REG_COUNT_MAX, Kernel, LabelDef, Param, RegDecl, SharedDecl
 from isa.ir.syntax import SINK, IRSyntaxError, Pair, ParseCtx, POp, Sink, TensorRef
 
 __all__ = ["parse", "IRSyntaxError", "OPCODES"]
@@ -208,7 +208,10 @@ class _Parser:
             count = None
             if self.tok.text == "<":
                 self.next()
+                ct = self.tok
                 count = self.int_tok("a register count")
+                if not 1 <= count <= REG_COUNT_MAX:
+                    raise self.err(ct, f"register count {count} is invalid: 1..{REG_COUNT_MAX}")
                 self.expect(">")
             out.append(RegDecl(ty, name, count))
             if self.tok.text != ",":
@@ -382,6 +385,11 @@ class _Parser:
 
 def _number(t: Tok, p: _Parser) -> Imm:
     s = t.text
+    if len(s) > 40:
+        raise p.err(t, f"number {s[:20]}... has {len(s)} characters; an immediate fits in 64 bits")
+    digits = {"0f": 8, "0d": 16}.get(s[:2].lower())
+    if digits and not re.fullmatch(rf"[0-9a-fA-F]{{{digits}}}", s[2:]):
+        raise p.err(t, f"{s}: {s[:2]} needs exactly {digits} hex digits (the IEEE bit pattern)")
     if s[:2] in ("0f", "0F"):
         return Imm(struct.unpack(">f", bytes.fromhex(s[2:]))[0])
     if s[:2] in ("0d", "0D"):
@@ -402,6 +410,8 @@ def _expand(a, b, tok: Tok, p: _Parser) -> list[Reg]:
     ma, mb = _NUM_SUFFIX.match(a.name), _NUM_SUFFIX.match(b.name)
     if not ma or not mb or ma.group(1) != mb.group(1) or int(mb.group(2)) < int(ma.group(2)):
         raise p.err(tok, f"bad register range {a.name}..{b.name}: same prefix, ascending numbers")
+    if int(mb.group(2)) - int(ma.group(2)) >= REG_COUNT_MAX:
+        raise p.err(tok, f"register range {a.name}..{b.name} is too long: at most {REG_COUNT_MAX} registers")
     return [Reg(f"{ma.group(1)}{i}") for i in range(int(ma.group(2)), int(mb.group(2)) + 1)]
 
 

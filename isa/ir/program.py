@@ -21,7 +21,11 @@ from isa.ir.operands import IRError, Reg, _IDENT, _REG_NAME
 PARAM_TYPES = ("u32", "s32", "u64", "s64", "b32", "b64", "f32", "tmap")
 """Types of a `.param`; `.tmap` is a TMA tensor map (CUtensorMap, 128 bytes, 64-byte aligned)."""
 
-__all__ = ["Param", "RegDecl", "SharedDecl", "LabelDef", "Kernel", "PARAM_TYPES"]
+__all__ = ["Param", "RegDecl", "SharedDecl", "LabelDef", "Kernel", "PARAM_TYPES", "REG_COUNT_MAX"]
+
+REG_COUNT_MAX = 65536
+"""Most registers one `.reg` declaration or one register range (%a0..%a63) may name (virtual
+registers; far above the 255 per thread of the hardware, far below what would exhaust memory)."""
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,8 @@ class RegDecl:
         if not isinstance(self.name, str) or not _REG_NAME.match(self.name):
             raise IRError(f".reg name {self.name!r} is invalid: '%' then a letter/_/$ and letters, digits, _, $")
         if self.count is not None and (isinstance(self.count, bool) or not isinstance(self.count, int)
-                                       or self.count < 1):
-            raise IRError(f".reg {self.name}<{self.count}>: the count must be a positive integer")
+                                       or not 1 <= self.count <= REG_COUNT_MAX):
+            raise IRError(f".reg {self.name}<{self.count}>: the count must be an integer 1..{REG_COUNT_MAX}")
 
     def names(self) -> tuple[str, ...]:
         """Register names this declaration creates."""

@@ -29,10 +29,11 @@ thread initialises, `bar.sync` publishes it).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from isa.ir import instructions as I
-from isa.ir.operands import IRError, Mem, Reg, RegVec, SReg, Sym
+from isa.ir.operands import Imm, IRError, Mem, Reg, RegVec, SReg, Sym
 from isa.ir.program import Kernel, LabelDef
 
 __all__ = ["Diagnostic", "VerifyError", "verify", "check", "RULES"]
@@ -203,6 +204,7 @@ class _Verifier:
             t = self.types.get(op.name)
             if t is not None and not ok(t):
                 self.add(i, "operand-type", f"{op.name} is .{t}; {x.mnemonic} needs {desc} here")
+        self.immediates(i, x)
         if isinstance(x, I.Mov) and isinstance(x.src, SReg) and I.TYPE_BITS[x.type] != x.src.bits:
             self.add(i, "operand-type", f"{x.src.name} is {x.src.bits}-bit; mov.{x.type} needs a "
                                         f"{x.src.bits}-bit type")
@@ -213,6 +215,22 @@ class _Verifier:
                                                 "(there are no global symbols)")
             else:
                 self.sym(i, m, want)
+
+    def immediates(self, i: int, x: I.Instruction) -> None:
+        """An integer-typed instruction takes integer immediates of at most 64 bits: a float
+        literal (0f/0d bit pattern, NaN, a decimal point) there has no integer value."""
+        ty = getattr(x, "type", None)
+        integer = isinstance(ty, str) and ty[:1] in ("u", "s", "b")
+        for f in dataclasses.fields(x):
+            v = getattr(x, f.name, None)
+            for imm in (v if isinstance(v, tuple) else (v,)):
+                if not isinstance(imm, Imm):
+                    continue
+                if integer and imm.is_float:
+                    self.add(i, "operand-type", f"immediate {imm.value!r} is a float literal; "
+                                                f"{x.mnemonic} (.{ty}) needs an integer immediate")
+                elif not imm.is_float and not -(1 << 63) <= imm.value < 1 << 64:
+                    self.add(i, "operand-type", f"immediate {imm.value} does not fit in 64 bits")
 
     def _mem_syms(self, x: I.Instruction):
         """(symbol, space wanted) for each symbol operand, from the declaration's `symbol_uses()`."""

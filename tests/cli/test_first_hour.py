@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hopsim.cli import main
-from hopsim.cli.simulate_cmd import _make_buffer
+from hopsim.cli.launch import make_buffer as _make_buffer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC_IR = ROOT / "docs" / "ir.md"
