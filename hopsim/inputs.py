@@ -55,7 +55,7 @@ def mem_budget() -> int:
     raw = os.environ.get("HOPSIM_MEM_BUDGET", "").strip()
     if not raw:
         return DEFAULT_MEM_BUDGET
-    m = re.fullmatch(r"(\d{1,15})\s*([KMGT]?)i?B?", raw, re.I)
+    m = re.fullmatch(r"(\d{1,15})\s*(K|M|G|T|)i?B?", raw, re.I)
     if not m or int(m.group(1)) < 1:
         raise InputError("HOPSIM_MEM_BUDGET", raw, "a positive number of bytes, e.g. 4G or 512M")
     return int(m.group(1)) * _UNITS[m.group(2).upper()]
