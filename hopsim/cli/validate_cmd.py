@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import sys
 
+from hopsim import inputs
 from hopsim.cli import _Parser, missing_command
 from hopsim.validate.calibrate import DEFAULT_OUT, as_json, calibrate, table, write_calibrated
 from hopsim.validate.run_compare import clock_summary, compare_records
@@ -83,6 +85,16 @@ def _dir(field: str, value: str | None) -> pathlib.Path | None:
     return d
 
 
+def _report_dir(value: str) -> None:
+    """The report directory: an existing directory, or a new one in an existing writable directory."""
+    d = pathlib.Path(value)
+    if not value or (d.exists() and not d.is_dir()):
+        raise InputError("out", value, "a directory for the report (existing, or new in an existing one)")
+    parent = d if d.is_dir() else d.absolute().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError("out", value, f"a directory in an existing, writable directory ({parent} is not)")
+
+
 def run_run(args) -> int:
     ok, why = gpu_available()
     if not ok:
@@ -103,6 +115,8 @@ def run_run(args) -> int:
 
 
 def run_calibrate(args) -> int:
+    if args.out is not None:
+        inputs.output_path("out", args.out, (".json",))
     rows = calibrate(_dir("records", args.records))
     if args.json:
         print(json.dumps(as_json(rows), indent=1))
@@ -111,7 +125,9 @@ def run_calibrate(args) -> int:
     if args.dry_run:
         print("(dry run: nothing written)", file=sys.stderr if args.json else sys.stdout)
         return 0
-    path = write_calibrated(rows, pathlib.Path(args.out) if args.out else DEFAULT_OUT)
+    with inputs.one_output(pathlib.Path(args.out) if args.out else DEFAULT_OUT) as tmp:
+        write_calibrated(rows, pathlib.Path(tmp))
+    path = pathlib.Path(args.out) if args.out else DEFAULT_OUT
     print(f"written: {path}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
@@ -132,6 +148,7 @@ def run_compare(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise InputError("jobs", args.jobs, "a positive number of worker processes")
     records = _dir("records", args.records)
+    _report_dir(args.out)
     out = compare_records(args.out, records_dir=records, jobs=args.jobs,
                           progress=not args.no_progress, use_cache=not args.no_cache, only=args.only)
     g = out.gemm.overall

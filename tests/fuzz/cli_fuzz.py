@@ -56,6 +56,7 @@ KNOB_POOL = {
     "raster": ["row", "grouped", "col"], "group-m": ["1", "8", "3"], "tma-issuer": ["lane", "elect", "x"],
     "gpu": ["h100_sxm", "a100", ""],
 }
+CLOCKS = ["sustained", "boost", "1500", "1980", "0", "-5", "nan", "inf", "1e9", HUGE, "x", ""]
 PATHS = ["out.png", "out.json", "t.json", "p.png", "", ".", "/proc/x.json", "/sys/x.png", "/dev/null",
          "a" * 300 + ".png", "nodir/x.png", "out.txt", "sub", "x.npy", "s.csv", "r.json", "/", "t.json\x00"]
 
@@ -185,6 +186,8 @@ def case_gemm(rng: random.Random) -> Case:
     if rng.random() < 0.1:
         argv += ["--mode", rng.choice(["fast", "full", "auto", "x"])]
     if rng.random() < 0.1:
+        argv += ["--clock", rng.choice(CLOCKS)]
+    if rng.random() < 0.1:
         argv += ["--jobs", rng.choice(["1", "0", "-1", "99999"])]
     if rng.random() < 0.1:
         argv.append(rng.choice(["--check", "--json", "--bogus"]))
@@ -215,6 +218,8 @@ def case_ptx(rng: random.Random) -> Case:
                       ("--trace", PATHS), ("--plot", PATHS)):
         if rng.random() < 0.15:
             argv += [opt, rng.choice(pool)]
+    if rng.random() < 0.1:
+        argv += ["--clock", rng.choice(CLOCKS)]
     if "--block" not in argv and rng.random() < 0.8:
         argv += ["--block", "32"]
     if rng.random() < 0.2:
