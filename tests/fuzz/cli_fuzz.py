@@ -56,6 +56,9 @@ KNOB_POOL = {
     "raster": ["row", "grouped", "col"], "group-m": ["1", "8", "3"], "tma-issuer": ["lane", "elect", "x"],
     "gpu": ["h100_sxm", "a100", ""],
 }
+LAYOUTS = ["(64,64):(64,1)", "(128,32):(32,1)", "(8,32):(64,1)", "(99999999,99999999):(1,1)",
+           "((2,2),(2,2)):((1,2),(4,8))", "(", "(64,64):(64)", "(" * 10000, "(0,4):(1,1)", "(-1,4):(1,1)",
+           "(64,64)", "64:1", "(" + HUGE + ",1):(1,1)", ""]
 CLOCKS = ["sustained", "boost", "1500", "1980", "0", "-5", "nan", "inf", "1e9", HUGE, "x", ""]
 PATHS = ["out.png", "out.json", "t.json", "p.png", "", ".", "/proc/x.json", "/sys/x.png", "/dev/null",
          "a" * 300 + ".png", "nodir/x.png", "out.txt", "sub", "x.npy", "s.csv", "r.json", "/", "t.json\x00"]
@@ -190,7 +193,7 @@ def case_gemm(rng: random.Random) -> Case:
     if rng.random() < 0.1:
         argv += ["--jobs", rng.choice(["1", "0", "-1", "99999"])]
     if rng.random() < 0.1:
-        argv.append(rng.choice(["--check", "--json", "--bogus"]))
+        argv.append(rng.choice(["--check", "--json", "--bogus", "--emit-ir"]))
     return Case(argv)
 
 
@@ -257,7 +260,16 @@ def case_sweep(rng: random.Random) -> Case:
 
 def case_small(rng: random.Random) -> Case:
     """bank-conflicts, desc, swizzle, config, validate: their options and input files."""
-    r = rng.randrange(6)
+    r = rng.randrange(7)
+    if r == 6:
+        argv = ["bank-conflicts", "--layout", rng.choice(LAYOUTS), "--elem-bytes", rng.choice(["2", "4", "3", "0", "16", HUGE]),
+                "--access", rng.choice(["ldmatrix.x4", "cp.async.16", "ld.shared.v4", "ldmatrix.x4,cp.async.16", "nosuch", ""])]
+        for opt, pool in (("--swizzle", ["128B", "Swizzle<3,3,3>", "Swizzle<99,3,3>", "Swizzle<3,4,3", "x", ""]),
+                          ("--tv", ["(8,4):(1,8)", "(0,0):(0,0)", "(", "(8,4):(1,8,9)"]),
+                          ("--base", ["0", "128", "-1", "1099511627776", HUGE])):
+            if rng.random() < 0.3:
+                argv += [opt, rng.choice(pool)]
+        return Case(argv + rng.choice([[], ["--json"], ["--emit-trace"]]))
     if r == 0:
         return Case(["bank-conflicts", "--trace", rng.choice(["t.jsonl", "t.jsonl", "missing.jsonl", ".", "/dev/null"])]
                     + (["--summary"] if rng.random() < 0.3 else []), {"t.jsonl": trace_jsonl(rng)})
