@@ -8,13 +8,16 @@ docs/warp-access-trace.md, the seed descriptor dumps tests/data/. So:
   * no file outside tests/ names the directory beside the repo (`../shared`, `/work/shared`,
     `shared/reference|seeds|formats|design`);
   * a test may read such a file if it is there, but never skips for lack of it;
-  * every `hopper-facts.md §N` a file cites names a section that docs/hopper-facts.md has.
+  * every `hopper-facts.md §N` a file cites names a section that docs/hopper-facts.md has;
+  * every repository path the code's comments and docstrings name exists (outputs aside).
 """
 
 from __future__ import annotations
 
+import io
 import pathlib
 import re
+import tokenize
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 OUTSIDE = re.compile(r"\.\./shared|/work/shared|\bshared/(?:reference|seeds|formats|design)\b")
@@ -76,3 +79,26 @@ def test_fact_sheet_is_cited_by_its_repo_path():
            and p.resolve() != pathlib.Path(__file__).resolve()
            for i, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if bare.search(line)]
     assert bad == []
+
+
+REPO_PATH = re.compile(r"(?<![\w/.$-])((?:isa|kernels|validation|hopsim|tests|docs|benchmarks)/[\w/.*{},-]*\w)")
+#: Directories the tools write (named in help texts as defaults), not shipped.
+OUTPUTS = {"validation/reports/latest"}
+
+
+def _prose(path: pathlib.Path) -> list[tuple[int, str]]:
+    toks = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return [(t.start[0], t.string) for t in toks if t.type in (tokenize.COMMENT, tokenize.STRING)]
+
+
+def test_paths_the_code_names_exist():
+    missing = []
+    for top in ("isa", "kernels", "validation", "hopsim", "benchmarks"):
+        for p in sorted((REPO / top).rglob("*.py")):
+            for line, text in _prose(p):
+                for path in REPO_PATH.findall(text):
+                    pattern = re.sub(r"\{[^}]*\}", "*", path) + ("*" if path.endswith("__") else "")
+                    found = list(REPO.glob(pattern)) if "*" in pattern else (REPO / path).exists()
+                    if not found and path not in OUTPUTS:
+                        missing.append(f"{_rel(p)}:{line}: {path}")
+    assert missing == []

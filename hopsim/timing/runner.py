@@ -12,7 +12,7 @@
    and a Chrome trace when `trace=True` (trace.py).
 
 `values=False` runs the executor in timing-only mode (no data copies, no MMA math); its cycles
-equal the full mode's (tests/timing/test_runner.py checks this on the test kernels).
+equal the full mode's (tests/timing/test_ir_kernels.py checks this on the test kernels).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The IR GEMM family (kernels/gemm.py): sim == numpy on the functional and the timed machine,
+"""The IR GEMM family (kernels/gemm/): sim == numpy on the functional and the timed machine,
 printer law and verifier on every covered configuration, timing-only cycles == full cycles.
 
 Tolerance (a bound, not a fit). The operands are exact f16/bf16 values and the reference is their
