@@ -11,7 +11,7 @@ launch.yaml (every key optional; a flag overrides the file's value):
     tensor_maps: {tmA: "A:64x64:128B"}  # BUFFER:BOXCOLSxBOXROWS[:SWIZZLE]
     save: {D: d.npy}           # buffer -> .npy file written after the run
 
-Buffers together must fit the memory budget (HOPSIM_MEM_BUDGET, hopsim/cli/inputs.py).
+Buffers together must fit the memory budget (HOPSIM_MEM_BUDGET, hopsim/inputs.py).
 """
 
 from __future__ import annotations
