@@ -140,6 +140,8 @@ def _check_module(words: list[str]) -> list[str]:
         return [f"no module {module}"]
     if module == "hopsim":
         return _check_hopsim(["hopsim", *rest])
+    if not rest:
+        return []  # nothing to look up in its --help
     text = _module_help(module)
     problems = [f"{module}: unknown flag {f}" for f in _flags(rest) if not re.search(re.escape(f) + r"\b", text)]
     choices = re.search(r"\{([\w,-]+)\}", text)
