@@ -161,6 +161,7 @@ class CTAExecutor:
         self.mbar: dict[int, MbarrierState] = {}
         self.bars: dict[int, list] = {}     # id -> [arrived_threads, generation, warps]
         self.bulk: dict[int, dict] = {}     # warp -> {"uncommitted": [], "groups": [], "committed", "completed"}
+        self.cpasync: dict[int, dict] = {}  # warp -> cp.async groups, the same fields (ops_cpasync.py)
         nregs = self.bits.shape[0]
         self.warps = []
         for w in range(self.num_warps):
@@ -255,6 +256,9 @@ class CTAExecutor:
             return self.wgs[key[1]].completed > key[2]
         if kind == "bulk":
             st = self.bulk.get(key[1])
+            return st is not None and st["completed"] > key[2]
+        if kind == "cpasync":
+            st = self.cpasync.get(key[1])
             return st is not None and st["completed"] > key[2]
         raise ValueError(f"unknown event key {key!r}")
 
@@ -366,6 +370,8 @@ class CTAExecutor:
             return f"wgmma group {key[2]} of warpgroup {key[1]}"
         if k == "bulk":
             return f"bulk-async group {key[2]} of warp {key[1]}"
+        if k == "cpasync":
+            return f"cp.async group {key[2]} of warp {key[1]}"
         return repr(key)
 
     def deadlock_error(self, detail: str = "every live warp is blocked and nothing can wake one") -> Deadlock:

@@ -12,6 +12,9 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
       ld/st.global      -> L2/HBM per 128-B line (MemorySystem)
       TMA load/store    -> TmaUnit gives the completion time; eff.complete() runs THEN (data lands,
                            complete_tx fires the mbarrier phase); the warp goes on after issue
+      cp.async          -> global read per 128-B line (as ld.global), then the smem port takes the
+                           write's wavefronts when the data arrives; eff.complete() then; the warp
+                           goes on after issue
       wgmma             -> TensorCores give the completion time; eff.complete() runs then
       fired keys        -> wake the waiters of those events (+ wake-up latency from the config)
 
@@ -42,7 +45,7 @@ LINE = 128
 """Global-memory granule of the L2 residency model for ld/st.global (one L2 line)."""
 
 WAIT_NAME = {"mbar": "mbarrier", "bar": "bar.sync", "rdv": "warpgroup_rendezvous",
-             "wgmma": "wgmma.wait_group", "bulk": "bulk.wait_group"}
+             "wgmma": "wgmma.wait_group", "bulk": "bulk.wait_group", "cpasync": "cp.async.wait_group"}
 
 
 class SM:
@@ -327,6 +330,25 @@ class CtaRun:
         """ld/st.global: per 128-B line through L2/HBM (`_global`)."""
         return self._global(eff, issued), "gmem"
 
+    def _cp_async(self, w, eff, issued, smsp, woken):
+        """cp.async: the global read as ld.global (`_global`: L2/HBM per 128-B line); when the data
+        is back the shared-memory port takes the write's wavefronts (bank model of st.shared of
+        cp-size bytes, [inferred]: not separately measured), then complete() lands the data and
+        completes groups. The warp goes on after issue (the copy is asynchronous)."""
+        if eff.complete is None:  # predicated off
+            return issued, None
+        arrived = self._global(eff, issued) if eff.gmem_ranges else issued
+        self.pending_async += 1
+        self.env.timeout(-(-arrived // 1) - self.env.now).callbacks.append(partial(self._cp_async_land, eff))
+        if self.inflight is not None:
+            self.inflight.append((issued, arrived, f"cp.async group {eff.group} (warp {w})", "cp.async in flight"))
+        return issued, None
+
+    def _cp_async_land(self, eff, _evt) -> None:
+        self.pending_async -= 1
+        wf, ideal = self.wavefronts(eff, self.c)
+        self._at(self.sm.smem.access(self.env.now, wf, ideal, eff.kind), eff)
+
     def _mbar_wait(self, w, eff, issued, smsp, woken):
         """try_wait that finds its phase complete still costs its round trip (not after a wake-up)."""
         if woken:
@@ -369,6 +391,7 @@ _HANDLERS = {
     Kind.TMA_LOAD: CtaRun._tma_load, Kind.TMA_STORE: CtaRun._tma_store,
     Kind.WGMMA: CtaRun._wgmma,
     Kind.LD_GLOBAL: CtaRun._gmem, Kind.ST_GLOBAL: CtaRun._gmem,
+    Kind.CP_ASYNC: CtaRun._cp_async,
     Kind.MBAR_WAIT: CtaRun._mbar_wait,
     Kind.WGMMA_WAIT: CtaRun._wgmma_wait,
 }

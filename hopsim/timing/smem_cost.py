@@ -1,6 +1,6 @@
 """Cost of a shared-memory warp access in wavefronts, from the functional bank model.
 
-Maps an `Effect` (ld/st.shared, ldmatrix, stmatrix) to the op name of `hopsim.functional.banks`
+Maps an `Effect` (ld/st.shared, ldmatrix, stmatrix, cp.async's shared write) to the op name of `hopsim.functional.banks`
 and its per-lane address array, and returns (wavefronts, ideal wavefronts) for the smem port.
 The effect lists the addresses of the executing lanes only; when fewer than 32 lanes execute,
 they are placed in the first lanes (the lane positions of inactive lanes are not in the record;
@@ -22,7 +22,7 @@ _CACHE_MAX = 65536
 
 def op_name(eff) -> str:
     k = eff.kind
-    if k in (Kind.LD_SHARED, Kind.ST_SHARED):
+    if k in (Kind.LD_SHARED, Kind.ST_SHARED, Kind.CP_ASYNC):  # cp.async: its smem write, as st.shared
         width = eff.smem_access_bytes
         if width not in _WIDTH:
             width = 16 if width > 16 else 4

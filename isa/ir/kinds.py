@@ -38,6 +38,9 @@ class Kind:
     TMA_STORE = "tma_store"
     BULK_COMMIT = "bulk_commit"
     BULK_WAIT = "bulk_wait"
+    CP_ASYNC = "cp_async"                # cp.async global -> shared (non-bulk, per thread)
+    CP_ASYNC_COMMIT = "cp_async_commit"
+    CP_ASYNC_WAIT = "cp_async_wait"      # cp.async.wait_group / wait_all (may block)
     WGMMA_FENCE = "wgmma_fence"
     WGMMA = "wgmma"
     WGMMA_COMMIT = "wgmma_commit"
