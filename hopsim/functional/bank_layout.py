@@ -189,6 +189,8 @@ def _check_tv(tv: Layout, acc: Access, rows: int, vcols: int) -> tuple[int, int]
         raise InputError("--tv", str(tv), "a rank-2 thread layout (rows, vectors):(strides) -> thread index")
     tm, tk = tv.mode(0).size, tv.mode(1).size
     n = tv.size
+    if n > 1024:
+        raise InputError("--tv", str(tv), f"a thread layout of at most 1024 threads (one CTA; it has {n})")
     if n % acc.lanes:
         raise InputError("--tv", str(tv), f"a thread layout of a multiple of {acc.lanes} threads for {acc.name} "
                          f"(it has {n})")

@@ -69,6 +69,7 @@ def test_swizzle_show_layout_banks(capsys):
      "multiple of 8 elements"),
     (["bank-conflicts", *SEED, "--access", "ld.shared.v4", "--tv", "(3,8):(8,1)"], "--tv="),
     (["bank-conflicts", *SEED, "--access", "ld.shared.v4", "--tv", "(4,8):(1,1)"], "bijection"),
+    (["bank-conflicts", *SEED, "--access", "ld.shared.v4", "--tv", "(128,16):(16,1)"], "at most 1024 threads"),
     (["bank-conflicts", *SEED, "--access", "ld.shared.v4", "--tv", "(3,32):(32,1)"], "tiles the tile"),
     (["bank-conflicts", "--layout", "(64,64):(1,64)", "--elem-bytes", "2", "--swizzle", "Swizzle<3,1,3>",
       "--access", "ld.shared.v4"], "contiguous"),
