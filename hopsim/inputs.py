@@ -41,6 +41,7 @@ THREADS_PER_BLOCK_MAX = 1024
 DEFAULT_MEM_BUDGET = 4 << 30
 TEXT_MAX_BYTES = 64 << 20
 NEST_MAX = 64
+EXPANDED_MAX = 1_000_000
 NAME_MAX = 255
 PATH_MAX = 4096
 _FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
@@ -160,19 +161,29 @@ def depth_ok(text: str) -> bool:
     return True
 
 
-def _check_tree(field: str, where: str, obj: Any, depth: int = 0) -> None:
-    """Depth and key types of a loaded document: mappings keyed by strings, at most NEST_MAX deep."""
+def _check_tree(field: str, where: str, obj: Any, depth: int = 0, sizes: dict | None = None) -> int:
+    """Depth, key types and size of a loaded document: mappings keyed by strings, at most NEST_MAX
+    deep, at most EXPANDED_MAX values once YAML aliases are expanded (a "billion laughs" file is
+    small but expands to 10^9 values). Returns the expanded size; each shared node is sized once."""
+    sizes = {} if sizes is None else sizes
     if depth > NEST_MAX:
         raise InputError(field, where, f"a document nested at most {NEST_MAX} deep")
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if not isinstance(k, str):
-                raise InputError(field, where, f"mappings with string keys (key {short(k)!r} is a "
-                                 f"{type(k).__name__})")
-            _check_tree(field, where, v, depth + 1)
-    elif isinstance(obj, list):
-        for v in obj:
-            _check_tree(field, where, v, depth + 1)
+    if not isinstance(obj, (dict, list)):
+        return 1
+    if id(obj) in sizes:
+        return sizes[id(obj)]
+    sizes[id(obj)] = EXPANDED_MAX + 1  # a node met again inside itself (a recursive alias)
+    total = 1
+    for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
+        if isinstance(obj, dict) and not isinstance(k, str):
+            raise InputError(field, where, f"mappings with string keys (key {short(k)!r} is a "
+                             f"{type(k).__name__})")
+        total += _check_tree(field, where, v, depth + 1, sizes)
+        if total > EXPANDED_MAX:
+            raise InputError(field, where, f"a document of at most {EXPANDED_MAX} values once YAML "
+                             "aliases (*name) are expanded")
+    sizes[id(obj)] = total
+    return total
 
 
 def load_yaml_text(field: str, where: str, text: str) -> Any:

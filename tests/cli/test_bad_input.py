@@ -67,6 +67,9 @@ LAUNCH_BAD = [
     ("block: [2048]", "at most 1024 threads"),
     ("bogus: 1", "keys grid, block"),
     ("params: {n: " + "9" * 5000 + "}", "launch"),
+    ("a0: &a0 [1,1,1,1,1,1,1,1,1]\n" + "".join(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n"
+                                               for i in range(1, 10)) + "grid: *a9", "aliases"),
+    ("grid: &a [*a]", "aliases"),
 ]
 
 

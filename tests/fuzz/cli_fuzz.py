@@ -11,7 +11,7 @@ and stderr captured, in a fresh directory, SIGALRM as the hang check) and must s
 - no partial output: no temporary file is left, and a run that fails writes no output file;
 - no hang: a case ends within `--timeout` seconds.
 
-Full run (>= 10,000 cases; about 20-40 min on 2 busy cores):
+Full run (>= 10,000 cases; about 5 min on 2 busy cores):
 
     python3 tests/fuzz/cli_fuzz.py --cases 12000 --seed 1
 
@@ -41,6 +41,8 @@ from hopsim.cli import main  # noqa: E402
 # ----------------------------------------------------------------------------- value pools
 
 HUGE = "9" * 5000
+LAUGHS = ("a0: &a0 [1,1,1,1,1,1,1,1,1]\n" + "".join(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n"
+                                                 for i in range(1, 10)))
 INTS_HOSTILE = ["0", "-1", "-5", "2**62", "4611686018427387904", HUGE, "1e5", "0x1e5", "nan", "inf", "",
                 " ", "abc", "1.5", "1,2", "1-6", "--", "\u00e9", "0b101", "+3", "1_0", "9" * 30, "-0"]
 SIZES_OK = ["64", "128", "256", "512"]
@@ -131,7 +133,8 @@ LAUNCH_KEYS = ["grid", "block", "smem", "params", "buffers", "tensor_maps", "sav
 def launch_yaml(rng: random.Random) -> bytes:
     if rng.random() < 0.1:
         return rng.choice([b"", b"\xff\xfe", b"[" * 100000, b"a: [", b"- 1\n- 2\n", b"grid: 1\ngrid: 2\n",
-                           b"a: &x [1,2]\nb: [*x,*x,*x,*x]\n" * 3])
+                           b"a: &x [1,2]\nb: [*x,*x,*x,*x]\n" * 3, (LAUGHS + "grid: *a9\n").encode(),
+                           b"grid: &a [*a]\n"])
     keys = rng.sample(LAUNCH_KEYS, rng.randint(0, 4))
     good = {"buffers": "{X: 'zeros:f32:4'}", "params": "{n: 4}", "grid": "1", "block": "32"}
     doc = {k: (good[k] if k in good and rng.random() < 0.5 else rng.choice(YAML_VALUES)) for k in keys}
@@ -141,7 +144,7 @@ def launch_yaml(rng: random.Random) -> bytes:
 def grid_yaml(rng: random.Random) -> bytes:
     if rng.random() < 0.1:
         return rng.choice([b"", b"\xff", b"[" * 100000, b"base: [", b"sweep: 5", b"{1: 2}",
-                           b"sweep: {m: '1-100000', n: '1-100000'}", b"base: {m: " + HUGE.encode() + b"}"])
+                           b"sweep: {m: '1-100000', n: '1-100000'}", (LAUGHS + "sweep: {m: *a9}\n").encode(), b"base: {m: " + HUGE.encode() + b"}"])
     knobs = rng.sample(list(KNOB_POOL), rng.randint(0, 3))
     sweep = {k: rng.choice(KNOB_POOL[k] + INTS_HOSTILE[:6]) for k in knobs}
     base = {"m": rng.choice(SIZES_OK), "n": rng.choice(SIZES_OK), "k": rng.choice(SIZES_OK)}
