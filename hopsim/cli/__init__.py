@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   hopsim simulate kernel.ptx --launch launch.yaml --trace kernel.trace.json
   hopsim sweep --grid grid.yaml --out results.csv --plot stages.png --compare-records
   hopsim bank-conflicts --trace accesses.jsonl --summary
+  hopsim bank-conflicts --layout '(128,32):(32,1)' --swizzle 'Swizzle<2,3,3>' --elem-bytes 2 --access ldmatrix.x4
   hopsim desc decode 0x4000004000010040
   hopsim swizzle show 128B
   hopsim validate compare --only 10

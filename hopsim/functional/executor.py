@@ -7,11 +7,12 @@
     ├── warps             pc, active lanes, block record
     ├── warpgroups        rendezvous, wgmma groups, fence state
     ├── bulk groups       per warp (TMA stores)
+    ├── cp.async groups   per warp (ops_cpasync.py)
     ├── named barriers    bar.sync id -> arrived threads, generation
     └── Checker           races and protocol rules (checks.py)
 
 Instructions are compiled once per Kernel (`program.compile_kernel`) into closures; `issue()` only
-calls them. Data of async ops (TMA, wgmma) is applied by `Effect.complete()`, never at issue.
+calls them. Data of async ops (TMA, wgmma, cp.async) is applied by `Effect.complete()`, never at issue.
 Timing-only mode (`values=False`) skips the data of TMA copies, bulk stores and wgmma math but keeps
 control flow, addresses and every Effect field identical.
 """
