@@ -107,7 +107,8 @@ def tolerance(params: GemmParams) -> float:
 
 
 def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
-                  trace: bool = False, seed: int = 0, max_cycles: int | None = None) -> GemmRun:
+                  trace: bool = False, seed: int = 0, max_cycles: int | None = None,
+                  plan_cache: dict | None = None) -> GemmRun:
     """Build the IR kernel of `params` (kernels/gemm/) and time it on `gpu` (default H100 SXM,
     calibrated). `check=True` runs with values and compares the product with numpy (raises
     `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS."""
@@ -133,7 +134,7 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
     t0 = time.perf_counter()
     res = simulate(gk.kernel, launch, gpu, values=values, trace=trace, gmem=gmem,
                    flop_count=params.flops, regs_per_thread=gk.regs_per_thread,
-                   max_cycles=max_cycles, **kw)
+                   max_cycles=max_cycles, plan_cache=plan_cache, **kw)
     wall = time.perf_counter() - t0
     run = GemmRun(params, res, mode, wall, notes)
     if mode == "fast" and str(res.extra.get("sm_memo", "")).startswith("off"):
@@ -182,9 +183,10 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     variant = tensor_variant(params.dtype, params.accum)
     runs: dict[float, GemmRun] = {}
     solve_mode = "fast" if mode == "auto" else mode
+    plans: dict = {}  # the tile plan does not depend on the clock (timing/runner.py plan_cache)
 
     def at(mhz: float):
-        runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed)
+        runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed, plan_cache=plans)
         return runs[mhz].result
 
     solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm)

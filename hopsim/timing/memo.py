@@ -20,6 +20,7 @@ is simulated in detail.
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 
 import numpy as np
@@ -420,6 +421,17 @@ class DispatchResidency:
         self._win_share = np.zeros(self.num_tiles)
         self._sh_end = np.full(self.num_tiles, -1, dtype=np.int64)  # share window end (exclusive)
         self._sh_share = np.zeros(self.num_tiles)
+
+    def fresh(self, residency) -> "DispatchResidency":
+        """The same plan arrays over another (empty) L2 residency, with no windows open (another
+        simulation of the same launch, e.g. at another clock)."""
+        d = copy.copy(self)
+        d.residency = residency
+        d._win_end = np.full(self.num_tiles, -1, dtype=np.int64)
+        d._win_share = np.zeros(self.num_tiles)
+        d._sh_end = np.full(self.num_tiles, -1, dtype=np.int64)
+        d._sh_share = np.zeros(self.num_tiles)
+        return d
 
     def tiles(self, cta: int) -> list[list]:
         """The plan's (handle, coords, nbytes) per warp of CTA `cta` (for the detailed-run check)."""

@@ -52,7 +52,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
              checks: bool = True, flop_count: float | None = None, regs_per_thread: int | None = None,
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
              bank_model=None, memory: str = "shared", memo: bool = False,
-             max_cycles: int | None = None, max_cta_cycles: int | None = None) -> SimResult:
+             max_cycles: int | None = None, max_cta_cycles: int | None = None,
+             plan_cache: dict | None = None) -> SimResult:
     """Time `kernel` launched as `launch` on `gpu` (default H100 SXM). See module docstring.
 
     gmem: the `GlobalMemory` holding the kernel's buffers and tensor maps (shared by all CTAs).
@@ -71,6 +72,9 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     done by then (a livelock, e.g. a test_wait spin on a phase that never completes).
     max_cta_cycles: the same for each CTA simulated in detail (a bound that does not grow with
     the number of waves). A deadlock (nothing left to run) is reported as one under either cap.
+    plan_cache: a dict the caller keeps across simulations of one kernel and launch at several
+    clocks (the clock solve): the tile plan and the dispatch arrays (memo.py) do not depend on the
+    clock and are built once; reused only when kernel, launch and tensor maps are equal.
     """
     gpu = gpu or load_gpu()
     _check_modes(memory, memo, values, jitter_cycles)
@@ -78,7 +82,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     grid = _Grid(gpu, launch, _occupancy_of(gpu, kernel, launch, regs_per_thread), make_executor,
                  trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
                  memory=memory, memo=memo, max_cycles=max_cycles, max_cta_cycles=max_cta_cycles)
-    grid.plan(make_sample)
+    grid.plan(make_sample, plan_cache if executor_factory is None else None, (kernel, launch, gmem))
     if grid.sm_memo:
         try:
             grid.run_sm_classes()
@@ -121,6 +125,13 @@ def _occupancy_of(gpu, kernel, launch, regs_per_thread):
                      regs_per_thread=regs_per_thread or regs_per_thread_of(kernel))
 
 
+def _plan_key(kernel, launch, gmem, slots: int) -> tuple:
+    """What the tile plan and the dispatch arrays depend on (compared by value)."""
+    tmaps = getattr(gmem, "_tmaps", None)
+    return (kernel, tuple(launch.grid), tuple(launch.block), tuple(sorted(launch.params.items())),
+            launch.dynamic_smem, dict(tmaps) if tmaps is not None else None, slots)
+
+
 def _original_error(e: Exception):
     """SimPy re-raises a process's exception as a new instance of its class built from its args:
     the original (with its warp/barrier/phase fields), or None."""
@@ -161,14 +172,22 @@ class _Grid:
         self.cycles = 0
 
     # ------------------------------------------------------------------ steps
-    def plan(self, make_sample) -> None:
-        """Partitioned mode: predict every CTA's TMA tiles and decide L2 residency at dispatch."""
+    def plan(self, make_sample, cache: dict | None = None, what: tuple = ()) -> None:
+        """Partitioned mode: predict every CTA's TMA tiles and decide L2 residency at dispatch
+        (from `cache` when it holds the plan of an equal kernel, launch and tensor maps)."""
         if not self.partitioned:
+            return
+        slots = self.num_sms * self.occ.ctas_per_sm
+        key = _plan_key(*what, slots) if cache is not None else None
+        if key is not None and cache.get("key") == key:
+            self.tile_plan = cache["plan"]
+            self.dispatch = cache["dispatch"].fresh(self.memory.residency) if cache["dispatch"] else None
             return
         self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
         if self.tile_plan is not None:
-            self.dispatch = memo_mod.DispatchResidency(self.tile_plan, self.memory.residency, self.num_ctas,
-                                                       self.num_sms * self.occ.ctas_per_sm)
+            self.dispatch = memo_mod.DispatchResidency(self.tile_plan, self.memory.residency, self.num_ctas, slots)
+        if key is not None:
+            cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch)
 
     @property
     def sm_memo(self) -> bool:

@@ -1,0 +1,99 @@
+"""Dispatch-time L2 residency on arrays (memo.DispatchResidency) decides exactly what the
+definition says, tile by tile: the reference below is the definition (its docstring) written as
+a plain walk over (tensor map, coords) keys with a dict LRU. Seeded grids, small L2 capacities so
+that tiles are evicted and re-fetched; both the vectorised path and the tile-by-tile path (used
+when a CTA reads one tile twice) are compared.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+
+import pytest
+
+from hopsim.timing.memo import DispatchResidency, TilePlan
+from hopsim.timing.memory import L2Residency
+
+
+def reference(plan: TilePlan, num_ctas: int, slots: int, capacity: int) -> list[list]:
+    """[(hit, share) per tile in warp order] per CTA, from the definition."""
+    res = L2Residency(capacity)
+    readers: dict = {}
+    for c in range(num_ctas):
+        for row in plan.tiles(c):
+            for h, co, _ in row:
+                lst = readers.setdefault((h, co), [])
+                if not lst or lst[-1] != c:
+                    lst.append(c)
+
+    def r_of(t, c):
+        rd = readers[t]
+        return max(1, bisect.bisect_left(rd, c + slots) - bisect.bisect_left(rd, c))
+
+    window, share, out = {}, {}, []
+    for c in range(num_ctas):
+        got = []
+        for row in plan.tiles(c):
+            for h, co, nb in row:
+                t = (h, co)
+                if not res.access(t, nb):
+                    window[t] = (c + slots, 1.0 / r_of(t, c))
+                    got.append((False, 1.0 / r_of(t, c)))
+                    continue
+                win = window.get(t)
+                if win is not None and c < win[0]:
+                    got.append((False, win[1]))
+                    continue
+                sw = share.get(t)
+                if sw is None or c >= sw[0]:
+                    sw = share[t] = (c + slots, 1.0 / r_of(t, c))
+                got.append((True, sw[1]))
+        out.append(got)
+    return out, (res.hits, res.misses)
+
+
+def gemm_like_plan(gx: int, gy: int, k_tiles: int, boxes: int, repeat: bool) -> TilePlan:
+    """Warp 0 loads, per k-tile, `boxes` boxes of A (row by) and of B (column bx); affine in the
+    CTA's (x, y). `repeat`: also re-reads its first A box at the end (a tile read twice)."""
+    base, dx, dy = [], [], []
+    for k in range(k_tiles):
+        for b in range(boxes):
+            base.append((0xA, (64 * k, 8 * b), 1024)); dx.append((0, 0)); dy.append((0, 8 * boxes))
+        for b in range(boxes):
+            base.append((0xB, (64 * k, 8 * b), 1024)); dx.append((0, 8 * boxes)); dy.append((0, 0))
+    if repeat:
+        base.append(base[0]); dx.append(dx[0]); dy.append(dy[0])
+    return TilePlan([base, []], [[dx, []], [dy, []], None], lambda c: (c % gx, c // gx, 0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_arrays_decide_as_the_definition(seed):
+    rnd = random.Random(seed)
+    gx, gy = rnd.choice([(4, 3), (6, 5), (8, 2)])
+    k_tiles, boxes = rnd.choice([(3, 2), (5, 1), (2, 4)])
+    repeat = seed % 2 == 1
+    plan = gemm_like_plan(gx, gy, k_tiles, boxes, repeat)
+    n = gx * gy
+    slots = rnd.choice([2, 3, 5])
+    capacity = 1024 * rnd.choice([4, 9, 16, 1000])
+    want, counts = reference(plan, n, slots, capacity)
+    res = L2Residency(capacity)
+    d = DispatchResidency(plan, res, n, slots)
+    assert bool(d._dup_rows.any()) == repeat  # the tile-by-tile path is the one taken when a tile repeats
+    for c in range(n):
+        h = d.classify(c)
+        got = [h.of(0, i) for i in range(len(want[c]))]
+        assert got == want[c], c
+        assert d.tiles(c) == plan.tiles(c)
+    assert (res.hits, res.misses) == counts
+
+
+def test_equal_keys_for_equal_decisions_only():
+    plan = gemm_like_plan(4, 4, 2, 2, False)
+    d = DispatchResidency(plan, L2Residency(1024 * 1000), 16, 4)
+    hits = [d.classify(c) for c in range(16)]
+    for a in hits:
+        for b in hits:
+            same = [a.of(0, i) for i in range(8)] == [b.of(0, i) for i in range(8)]
+            assert (a.key == b.key) == same
