@@ -104,6 +104,21 @@ class DivergentBranch(ProtocolError):
     """A `bra` whose guard differs between the active lanes of a warp: not modelled (IR_SPEC)."""
 
 
+class MemberMaskError(ProtocolError):
+    """A warp collective (shfl/vote/redux.sync) whose executing lanes differ from its membermask,
+    or a shfl.sync that sources a lane outside it (PTX ISA: undefined; hopsim refuses)."""
+
+
+class DivergentBarrier(ProtocolError):
+    """A bar.sync/bar.arrive executed by only some of a warp's active lanes (PTX ISA: a barrier
+    instruction must be executed by all threads of a warp, .aligned); never a hang."""
+
+
+class BarrierCountMismatch(ProtocolError):
+    """Threads arriving at one named barrier in one phase with different thread counts, or more
+    arrivals than the count (PTX ISA, bar: all participants give the same count)."""
+
+
 class MbarrierNotInitialised(ProtocolError):
     """An mbarrier operation on shared bytes where no mbarrier.init placed a live barrier."""
 
@@ -124,6 +139,9 @@ __all__ = [
     "AccumulatorTouched",
     "WgmmaWithoutFence",
     "DivergentBranch",
+    "MemberMaskError",
+    "DivergentBarrier",
+    "BarrierCountMismatch",
     "MbarrierNotInitialised",
     "IllegalInstruction",
 ]

@@ -316,6 +316,9 @@ class _Parser:
                 return POp(tuple(items), t.line, t.col)
             return POp(RegVec(tuple(items)), t.line, t.col)
         self.next()
+        if t.text == "!":  # a negated predicate source (vote.sync {!}a): parsed as a Guard
+            pt = self.expect_kind("reg", "a predicate register after '!'")
+            return POp(Guard(Reg(pt.text), True), t.line, t.col)
         v = self.simple_operand(t)
         if self.tok.text == "|":
             self.next()

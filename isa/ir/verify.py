@@ -205,6 +205,8 @@ class _Verifier:
             if t is not None and not ok(t):
                 self.add(i, "operand-type", f"{op.name} is .{t}; {x.mnemonic} needs {desc} here")
         self.immediates(i, x)
+        for rule, message, severity in x.lint():
+            self.add(i, rule, message, severity)
         if isinstance(x, I.Mov) and isinstance(x.src, SReg) and I.TYPE_BITS[x.type] != x.src.bits:
             self.add(i, "operand-type", f"{x.src.name} is {x.src.bits}-bit; mov.{x.type} needs a "
                                         f"{x.src.bits}-bit type")

@@ -232,6 +232,12 @@ class Instruction:
             if o.kinds != INT_CONST:
                 _is(self, o.name, v, o.kinds)
 
+    def lint(self) -> list[tuple[str, str, str]]:
+        """Static diagnostics beyond construction-time checks, as (rule, message, severity
+        "error"/"warning"): rules that depend on the guard or on operand values the verifier sees
+        (e.g. a warp collective's membermask); none by default."""
+        return []
+
     # --------------------------------------------------------------------------- parse
     @classmethod
     def parse_modifiers(cls, c) -> dict:
