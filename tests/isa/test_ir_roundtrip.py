@@ -168,15 +168,19 @@ def test_instruction_text_round_trips_and_hashes(x):
 
 
 def test_strategies_cover_every_instruction_class():
-    seen = set()
+    """Coverage by enumeration, not by luck: every declared class has examples, and all of them
+    are in declared()'s pool, which the kernel strategy draws from. (The hand-made strategies
+    once missed 'Shl' in 1500 random draws.) What the hand-made strategies draw is declared."""
+    classes = set(INSTRUCTION_CLASSES.values())
+    assert {type(x) for x in DECLARED_EXAMPLES} == classes
+    drawn = set()
 
-    @settings(max_examples=1500, deadline=None)
+    @settings(max_examples=200, deadline=None, derandomize=True)
     @given(st.one_of(alu(), other(), ldst()))
     def collect(x):
-        seen.add(type(x).__name__)
+        drawn.add(type(x))
     collect()
-    seen |= {type(x).__name__ for x in DECLARED_EXAMPLES}   # every one is in declared()'s pool
-    assert seen == {c.__name__ for c in INSTRUCTION_CLASSES.values()}
+    assert drawn <= classes
 
 
 def test_hand_made_kernels_round_trip():
