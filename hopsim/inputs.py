@@ -225,32 +225,37 @@ def reason(exc: BaseException) -> str:
 # ----------------------------------------------------------------------------- outputs
 
 
+def _shown_path(path: str) -> str:
+    """A path as an error line shows it: whole up to 300 characters (a user must recognise it)."""
+    return short(path, 300)
+
+
 def output_path(field: str, path: Any, suffixes: tuple[str, ...] = ()) -> pathlib.Path:
     """An output file that can be created: checked before anything is simulated."""
     if not isinstance(path, str) or not path.strip():
         raise InputError(field, path, "a file name (not empty)")
     if "\x00" in path or len(path.encode("utf-8", "surrogateescape")) > PATH_MAX:
-        raise InputError(field, short(path), f"a path of at most {PATH_MAX} bytes without NUL")
+        raise InputError(field, _shown_path(path), f"a path of at most {PATH_MAX} bytes without NUL")
     p = pathlib.Path(path)
     name = p.name
     if len(name.encode("utf-8", "surrogateescape")) > NAME_MAX:
-        raise InputError(field, short(path), f"a file name of at most {NAME_MAX} bytes")
+        raise InputError(field, _shown_path(path), f"a file name of at most {NAME_MAX} bytes")
     try:
         full = p.absolute()
         real = pathlib.Path(os.path.realpath(full))
     except (OSError, ValueError):
-        raise InputError(field, short(path), "a file path that can be resolved") from None
+        raise InputError(field, _shown_path(path), "a file path that can be resolved") from None
     if any(str(real) == r or str(real).startswith(r + "/") for r in _FORBIDDEN_ROOTS):
-        raise InputError(field, short(path), "a regular file, not under /proc, /sys or /dev")
+        raise InputError(field, _shown_path(path), "a regular file, not under /proc, /sys or /dev")
     if real.is_dir():
-        raise InputError(field, short(path), "a file name, not a directory")
+        raise InputError(field, _shown_path(path), "a file name, not a directory")
     if suffixes and not name.lower().endswith(suffixes):
-        raise InputError(field, short(path), "a file name ending in " + " or ".join(suffixes))
+        raise InputError(field, _shown_path(path), "a file name ending in " + " or ".join(suffixes))
     if real.exists() and (not real.is_file() or not os.access(real, os.W_OK)):
-        raise InputError(field, short(path), "a writable regular file")
+        raise InputError(field, _shown_path(path), "a writable regular file")
     parent = real.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(field, short(path), f"a file in an existing, writable directory ({parent} is not)")
+        raise InputError(field, _shown_path(path), f"a file in an existing, writable directory ({parent} is not)")
     return real
 
 
