@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -139,7 +140,6 @@ def test_runner_records_every_point_through_crash_and_lost_context(tmp_path, mon
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{sys.path[0] if sys.path[0] else '.'}:" + ":".join(sys.path))
     pts = [{"group": "g", "family": "read", "name": f"p{i}", "params": {}, "est_s": 0.0} for i in range(5)]
     jsonl = tmp_path / "out.jsonl"
-    import time
     pr.run_parent("fake_gmem_child", "k", pts, ["g"], jsonl, tmp_path / "prov.json", {}, time.time(), 60.0)
     recs = [json.loads(x) for x in jsonl.read_text().splitlines()]
     assert [r["name"] for r in recs] == ["p0", "p1", "p2", "p3", "p4"]

@@ -1,0 +1,69 @@
+"""The memory-bound portfolio's points (issue 15 item 3, first families: vecadd and copy): which
+CUDA kernel, launch shape and size each held-out H100 record measures. Pure Python (no cupy).
+
+The hopsim side reads only the records (JSONL written by `python3 -m validation.portfolio_runs`),
+never this module; it is the contract for writing IR twins of the same kernels:
+
+  family  variant  kernel          elements/thread  per thread (PTX of kernels/cuda/<family>.cu, -O3)
+  vecadd  f32      vecadd_f32      1 float          ld.global.f32 a[i], b[i]; add.f32; st.global.f32 c[i]
+  vecadd  f4       vecadd_f4       1 float4         ld.global.v4.f32 a[i], b[i]; 4 add.f32; st.global.v4.f32
+  vecadd  f32_gs   vecadd_f32_gs   grid-stride      per trip: the f32 body; i += gridDim.x*256 (no unroll)
+  vecadd  f4_gs    vecadd_f4_gs    grid-stride      per trip: the f4 body
+  copy    f32      copy_f32        1 float          ld.global.f32 a[i]; st.global.f32 b[i]
+  copy    f4       copy_f4         1 float4         ld.global.v4.u32 a[i]; st.global.v4.u32 b[i]
+  copy    f32_gs   copy_f32_gs     grid-stride      per trip: the f32 body (no unroll)
+  copy    f4_gs    copy_f4_gs      grid-stride      per trip: the f4 body
+
+i = blockIdx.x * 256 + threadIdx.x (32-bit), guarded by `i < n` (n in elements of the variant:
+floats, or float4s = floats / 4). Every CTA has 256 threads. Grid: one-element-per-thread variants
+launch elements / 256 CTAs (every size is a multiple of 1024 floats, so no partial CTA);
+grid-stride variants launch GS_CTAS_PER_SM CTAs per SM (132 SMs on the H100 SXM: 1056 CTAs).
+Arrays are distinct cudaMalloc allocations (256-B aligned). Bytes moved per launch: vecadd 12 B
+per float (2 reads + 1 write), copy 8 B per float. Records carry the actual grid, SM count,
+times (median of CUDA-graph batches, inputs rotated over enough sets that nothing stays in the
+50 MB L2 between launches; plus `timing_hot`, the same buffers every launch, where one set fits
+in L2) and the SM clock.
+"""
+
+from __future__ import annotations
+
+FAMILIES = ("vecadd", "copy")
+VARIANTS = ("f32", "f4", "f32_gs", "f4_gs")
+THREADS = 256
+GS_CTAS_PER_SM = 8
+#: bytes moved through device memory per float element (reads + writes)
+BYTES_PER_FLOAT = {"vecadd": 12, "copy": 8}
+#: floats per array: L2-resident (1M: 4 MiB per array) .. 1G floats (4 GiB per array), and the
+#: issue's two float4 grids of 8448 and 67584 CTAs of 256 threads (8448*256*4 floats etc.)
+SIZES = (1 << 20, 1 << 22, 8448 * THREADS * 4, 1 << 24, 67584 * THREADS * 4, 1 << 28, 1 << 30)
+
+
+def kernel_name(family: str, variant: str) -> str:
+    """The extern "C" kernel of kernels/cuda/<family>.cu."""
+    return f"{family}_{variant}"
+
+
+def elements(variant: str, n_floats: int) -> int:
+    """The kernel's `n` argument: floats, or float4 vectors for the f4 variants."""
+    return n_floats // 4 if variant.startswith("f4") else n_floats
+
+
+def grid(variant: str, n_floats: int, sms: int = 132) -> int:
+    """CTAs of the launch: one element per thread, or GS_CTAS_PER_SM per SM for grid-stride."""
+    if variant.endswith("_gs"):
+        return GS_CTAS_PER_SM * sms
+    return -(-elements(variant, n_floats) // THREADS)
+
+
+def points(family: str = "all") -> list[dict]:
+    """Every portfolio point of `family` ('vecadd', 'copy' or 'all'), in run order."""
+    fams = FAMILIES if family == "all" else (family,)
+    out = []
+    for fam in fams:
+        for n in SIZES:
+            for v in VARIANTS:
+                out.append({"family": fam, "variant": v, "name": f"{fam}_{v}_n{n}", "kernel": kernel_name(fam, v),
+                            "source": f"kernels/cuda/{fam}.cu", "n_floats": n, "n_elements": elements(v, n),
+                            "threads_per_cta": THREADS, "grid_132sm": grid(v, n),
+                            "bytes_per_array": 4 * n, "bytes_moved": BYTES_PER_FLOAT[fam] * n})
+    return out
