@@ -10,13 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from isa.ir import instructions as I
-from isa.ir.operands import Imm, Reg
+from isa.ir.operands import Imm, Reg, RegVec
 
 from hopsim.functional.errors import DivergentBranch, IllegalInstruction
 from hopsim.functional.semantics import (
     semantics, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,
     with_scalar,
 )
+from hopsim.functional import fround as FR
+from hopsim.functional.ops_float import float_minmax
 from hopsim.functional.regs import TYPES
 from hopsim.functional.wgmma import bf16_bits_to_f32, f32_to_bf16_bits
 
@@ -57,6 +59,7 @@ def _half_lanes(t: str, fn):
     return run
 
 
+_FLOATS = frozenset({"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"})
 _UNSIGNED = {"u32": np.uint32, "b32": np.uint32, "s32": np.uint32,
              "u64": np.uint64, "b64": np.uint64, "s64": np.uint64}
 _SCALAR = {I.Add: lambda a, b: a + b, I.Sub: lambda a, b: a - b, I.And: lambda a, b: a & b,
@@ -128,11 +131,15 @@ def _sub(ins, ctx):
 
 @semantics(I.Min)
 def _min(ins, ctx):
+    if ins.type in _FLOATS:
+        return float_minmax(ins, ctx, False)
     return _binop(ins, ctx, np.minimum)
 
 
 @semantics(I.Max)
 def _max(ins, ctx):
+    if ins.type in _FLOATS:
+        return float_minmax(ins, ctx, True)
     return _binop(ins, ctx, np.maximum)
 
 
@@ -369,9 +376,37 @@ def _selp(ins, ctx):
     return fn
 
 
+def _mov_vector(ins, ctx):
+    """mov.b32/.b64 pack `d, {e0, e1..}` and unpack `{e0, e1..}, a` (element 0 in the low bits)."""
+    t, et = ins.type, ins.element_type()
+    w = _width(et)
+    u = np.uint64
+    m = u((1 << w) - 1)
+    if isinstance(ins.dst, RegVec):
+        g = value_getter(ins.src, t, ctx)
+        sts = [reg_setter(r, et, ctx) for r in ins.dst]
+
+        def unpack(ex, ws, mask):
+            b = np.asarray(g(ex, ws)).astype(u)
+            for i, st in enumerate(sts):
+                st(ex, ws, ((b >> u(w * i)) & m).astype(TYPES[et][0]), mask)
+        return unpack
+    gs = [value_getter(r, et, ctx) for r in ins.src]
+    st = reg_setter(ins.dst, t, ctx)
+
+    def pack(ex, ws, mask):
+        b = u(0)
+        for i, g in enumerate(gs):
+            b = b | (np.asarray(g(ex, ws)).astype(u) << u(w * i))
+        st(ex, ws, np.asarray(b).astype(TYPES[t][0]), mask)
+    return pack
+
+
 @semantics(I.Mov)
 def _mov(ins, ctx):
     t = ins.type
+    if ins.element_type() is not None:
+        return _mov_vector(ins, ctx)
     g = value_getter(ins.src, t, ctx)
     st = reg_setter(ins.dst, t, ctx)
 
@@ -393,11 +428,10 @@ def _cvt(ins, ctx):
     st = reg_setter(ins.dst, d if d != "bf16" else "b16", ctx)
     if d in ("f16x2", "bf16x2"):
         ga, gb = value_getter(ins.src, "f32", ctx), value_getter(ins.src2, "f32", ctx)
+        fmt, rnd = FR.FORMATS[d[:-2]], ins.rnd
 
-        def pack(x):
-            if d == "f16x2":
-                return _arr(x).astype(np.float16).view(np.uint16).astype(np.uint32)
-            return f32_to_bf16_bits(x).astype(np.uint32)
+        def pack(x):  # one rounding (.rn or .rz) of the f32 value; NaN -> canonical 0x7fff
+            return FR.to_bits(FR.narrow(_arr(x), fmt, rnd), fmt).astype(np.uint32)
 
         def fn(ex, ws, mask):  # a -> upper half, b -> lower half (PTX cvt.f16x2.f32 d, a, b)
             st(ex, ws, (pack(ga(ex, ws)) << np.uint32(16)) | pack(gb(ex, ws)), mask)

@@ -1,4 +1,4 @@
-"""Integer/float ALU opcodes: mov, add, sub, mul, mad, min, max, shl, shr, and, or, xor, not.
+"""Integer/float ALU opcodes: mov, add, sub, mul, mad, fma, min, max, shl, shr, and, or, xor, not.
 
 All are timing class `Kind.ALU` (register-only work; per-opcode costs are the timing layer's).
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from isa.ir.operands import Imm, Reg, SReg, Sym
+from isa.ir.operands import Imm, Reg, RegVec, SReg, Sym
 from isa.ir.ops.base import (
-    BITS, FLOAT, FLOAT_RND, HALF, INT, REG, VAL, Instruction, Kind, Opnd, Slot, _fail, _is, _one_of,
+    BITS, FLOAT, FLOAT_RND, HALF, INT, REG, TYPE_BITS, VAL, Instruction, Kind, Opnd, Slot, _fail, _is, _one_of,
 )
 
 MUL_MODES = ("lo", "hi", "wide")
@@ -20,26 +20,54 @@ _WIDE = {"u16": "u32", "s16": "s32", "u32": "u64", "s32": "s64"}
 
 @dataclass(frozen=True)
 class Mov(Instruction):
-    """`mov.type d, a;` a: register, immediate, special register, or a symbol (its address)."""
+    """`mov.type d, a;` a: register, immediate, special register, or a symbol (its address).
+    Packing and unpacking (PTX ISA, mov: vector forms of .b32/.b64): `mov.b32 d, {lo, hi};`
+    `mov.b32 {lo, hi}, a;` (two 16-bit halves, element 0 in bits 0..15), `mov.b64` with two 32-bit
+    or four 16-bit elements (how f16x2/bf16x2 values are split into .f16/.bf16 registers)."""
 
     mnemonic: ClassVar[str] = "mov"
     timing_class: ClassVar[str] = Kind.ALU
     rule: ClassVar[str] = "PTX ISA, mov types"
     modifiers: ClassVar = (Slot("type", ("pred",) + BITS + INT + FLOAT, what="type", checked=True),)
-    operand_spec: ClassVar = (Opnd("dst", REG, rt="type"),
-                              Opnd("src", (Reg, Imm, SReg, Sym), "a register, immediate, special register or symbol",
+    operand_spec: ClassVar = (Opnd("dst", (Reg, RegVec), "a register or a register vector {..}", rt="type"),
+                              Opnd("src", (Reg, Imm, SReg, Sym, RegVec),
+                                   "a register, immediate, special register, symbol or register vector {..}",
                                    rt="type", space="any"))
-    examples: ClassVar = ("mov.u32 %r0, %tid.x;", "mov.u64 %rd0, buf;", "mov.f32 %f0, 1.0;")
+    examples: ClassVar = ("mov.u32 %r0, %tid.x;", "mov.u64 %rd0, buf;", "mov.f32 %f0, 1.0;",
+                          "mov.b32 %r0, {%h0, %h1};", "mov.b32 {%h0, %h1}, %r0;")
     _writes_fields: ClassVar = ("dst",)
     _coerce_fields: ClassVar = ("src",)
     type: str
-    dst: Reg
-    src: Reg | Imm | SReg | Sym
+    dst: Reg | RegVec
+    src: Reg | Imm | SReg | Sym | RegVec
 
     def _check(self) -> None:
         self._check_declared()
         if isinstance(self.src, Sym) and self.type not in ("u32", "u64", "b32", "b64", "s32", "s64"):
             _fail(self, "the address of a symbol needs a 32/64-bit integer type", "PTX ISA, mov")
+        vecs = [x for x in (self.dst, self.src) if isinstance(x, RegVec)]
+        if len(vecs) == 2:
+            _fail(self, "only one of d and a may be a vector {..}", "PTX ISA, mov (pack/unpack)")
+        if vecs:
+            allowed = {"b32": (2,), "b64": (2, 4)}.get(self.type, ())
+            if len(vecs[0]) not in allowed:
+                _fail(self, f"a vector of {len(vecs[0])} with .{self.type}; allowed: .b32 with 2 elements, "
+                            ".b64 with 2 or 4", "PTX ISA, mov (pack/unpack)")
+
+    def element_type(self) -> str | None:
+        """The bit type of one vector element (pack/unpack forms), else None."""
+        v = self.dst if isinstance(self.dst, RegVec) else self.src if isinstance(self.src, RegVec) else None
+        return None if v is None else f"b{TYPE_BITS[self.type] // len(v)}"
+
+    def typed_registers(self) -> list:
+        et = self.element_type()
+        out = []
+        for x in (self.dst, self.src):
+            if isinstance(x, RegVec):
+                out.extend((r, ("of", et, False)) for r in x)
+            else:
+                out.append((x, ("of", self.type, False)))
+        return out
 
 
 @dataclass(frozen=True)
@@ -176,25 +204,95 @@ class Mad(Instruction):
 
 
 @dataclass(frozen=True)
-class Min(_Binary):
-    """`min.type d, a, b;`"""
+class _MinMax(_Binary):
+    """`op{.ftz}{.NaN}.type d, a, b;` integers, f32/f64 and f16/f16x2/bf16/bf16x2 (PTX ISA, min/max).
+
+    Floats: a NaN operand is ignored (the other one is the result; NaN only if both are), -0.0
+    orders below +0.0 [inferred: IEEE 754-2019 minimumNumber/maximumNumber]; `.NaN` makes any NaN
+    operand give the canonical NaN; `.ftz` (f32, f16, f16x2) flushes subnormal inputs and result.
+    Timing class ALU; per-opcode costs come later from microbenchmarks."""
+
+    modifiers: ClassVar = (Slot("ftz", ("ftz",), flag=True), Slot("nan", ("NaN",), flag=True),
+                           _type_slot(INT + FLOAT + HALF))
+    ftz: bool = False
+    nan: bool = False
+
+    def _check(self) -> None:
+        self._check_declared()
+        if (self.ftz or self.nan) and self.type in INT:
+            _fail(self, ".ftz and .NaN are for float types only", self.rule)
+        if self.ftz and self.type not in ("f32", "f16", "f16x2"):
+            _fail(self, f".ftz is for .f32/.f16/.f16x2, not .{self.type}", self.rule)
+        if self.nan and self.type == "f64":
+            _fail(self, ".NaN is for .f32/.f16/.f16x2/.bf16/.bf16x2, not .f64", self.rule)
+
+
+@dataclass(frozen=True)
+class Min(_MinMax):
+    """`min{.ftz}{.NaN}.type d, a, b;` (see `_MinMax`)."""
 
     mnemonic: ClassVar[str] = "min"
     timing_class: ClassVar[str] = Kind.ALU
     rule: ClassVar = "PTX ISA, min"
-    modifiers: ClassVar = (_type_slot(INT + FLOAT + HALF),)
-    examples: ClassVar = ("min.u32 %r0, %r1, %r2;", "min.f32 %f0, %f1, 1.5;")
+    examples: ClassVar = ("min.u32 %r0, %r1, %r2;", "min.f32 %f0, %f1, 1.5;", "min.ftz.NaN.f32 %f0, %f1, %f2;")
 
 
 @dataclass(frozen=True)
-class Max(_Binary):
-    """`max.type d, a, b;`"""
+class Max(_MinMax):
+    """`max{.ftz}{.NaN}.type d, a, b;` (see `_MinMax`)."""
 
     mnemonic: ClassVar[str] = "max"
     timing_class: ClassVar[str] = Kind.ALU
     rule: ClassVar = "PTX ISA, max"
-    modifiers: ClassVar = (_type_slot(INT + FLOAT + HALF),)
-    examples: ClassVar = ("max.s32 %r0, %r1, 0;",)
+    examples: ClassVar = ("max.s32 %r0, %r1, 0;", "max.f32 %f0, %f1, %f2;", "max.NaN.bf16x2 %r0, %r1, %r2;")
+
+
+@dataclass(frozen=True)
+class Fma(Instruction):
+    """`fma.rnd{.ftz}{.sat}.f32 d, a, b, c;` rnd rn|rz|rm|rp; `fma.rnd.f64`; `fma.rn{.ftz}{.sat}.f16`,
+    `.f16x2`; `fma.rn{.relu}.bf16`, `.bf16x2`; `fma.rn{.ftz}.relu.f16{x2}` (PTX ISA, fma).
+
+    d = a*b + c computed in infinite precision and rounded once (hopsim/functional/fround.py);
+    packed x2 types compute each 16-bit half independently. `.sat` clamps to [0, 1] (NaN -> +0),
+    `.relu` clamps negatives to +0 (NaN -> canonical NaN). Timing class ALU (the FMA pipe);
+    per-opcode costs come later from microbenchmarks."""
+
+    mnemonic: ClassVar[str] = "fma"
+    timing_class: ClassVar[str] = Kind.ALU
+    rule: ClassVar = ("PTX ISA, fma: .f32 rn|rz|rm|rp {.ftz}{.sat}; .f64 rn|rz|rm|rp; .f16/.f16x2 rn "
+                      "{.ftz}{.sat|.relu}; .bf16/.bf16x2 rn {.relu}")
+    modifiers: ClassVar = (Slot("rnd", FLOAT_RND, what="rounding"), Slot("ftz", ("ftz",), flag=True),
+                           Slot("sat", ("sat",), flag=True), Slot("relu", ("relu",), flag=True),
+                           _type_slot(FLOAT + HALF))
+    operand_spec: ClassVar = (Opnd("dst", REG, rt="type"), Opnd("a", VAL, rt="type"), Opnd("b", VAL, rt="type"),
+                              Opnd("c", VAL, rt="type"))
+    examples: ClassVar = ("fma.rn.f32 %f0, %f1, %f2, %f3;", "fma.rz.ftz.sat.f32 %f0, %f1, 2.0, %f3;",
+                          "fma.rn.f16x2 %r0, %r1, %r2, %r3;", "fma.rn.relu.bf16x2 %r0, %r1, %r2, %r3;",
+                          "fma.rm.f64 %d0, %d1, %d2, %d3;")
+    _writes_fields: ClassVar = ("dst",)
+    _coerce_fields: ClassVar = ("a", "b", "c")
+    rnd: str
+    type: str
+    dst: Reg
+    a: Reg | Imm
+    b: Reg | Imm
+    c: Reg | Imm
+    ftz: bool = False
+    sat: bool = False
+    relu: bool = False
+
+    def _check(self) -> None:
+        self._check_declared()
+        t = self.type
+        _one_of(self, "rnd", self.rnd, FLOAT_RND if t in FLOAT else ("rn",), self.rule)
+        if self.ftz and t not in ("f32", "f16", "f16x2"):
+            _fail(self, f".ftz is for .f32/.f16/.f16x2, not .{t}", self.rule)
+        if self.sat and t not in ("f32", "f16", "f16x2"):
+            _fail(self, f".sat is for .f32/.f16/.f16x2, not .{t}", self.rule)
+        if self.relu and t in FLOAT:
+            _fail(self, f".relu is for .f16/.f16x2/.bf16/.bf16x2, not .{t}", self.rule)
+        if self.relu and self.sat:
+            _fail(self, ".sat and .relu exclude each other", self.rule)
 
 
 _SHIFT_SPEC = (Opnd("dst", REG, rt="type"), Opnd("a", VAL, rt="type"), Opnd("b", VAL, rt="u32"))
