@@ -1,4 +1,4 @@
-"""Builders of synchronisation instructions: mbarrier.*, bar.sync, exit, the warpgroup collectives
+"""Builders of synchronisation instructions: mbarrier.*, bar.sync, bar.arrive, exit, the warpgroup collectives
 (wgmma.fence / commit_group / wait_group, setmaxnreg) and cp.async.bulk commit/wait groups.
 
 Blocking follows EXECUTOR_API.md: a blocked warp gets `ws.block = (key, kind, advance, on_resume)`
@@ -15,7 +15,9 @@ import numpy as np
 from isa.ir import instructions as I
 
 from hopsim.functional.effect import Effect, Kind
-from hopsim.functional.errors import ArrivalCountOutOfRange, IllegalInstruction
+from hopsim.functional.errors import (
+    ArrivalCountOutOfRange, BarrierCountMismatch, DivergentBarrier, IllegalInstruction,
+)
 from hopsim.functional.mbarrier import MbarrierState
 from hopsim.functional.semantics import (
     address_getter, semantics, reg_setter, uniform, uniform_address, uniform_operand, value_getter,
@@ -172,24 +174,67 @@ def _test_wait(ins, ctx):
     return _wait_builder(ins, ctx, False)
 
 
-# ------------------------------------------------------------------------------------ bar.sync / exit
-@semantics(I.BarSync)
-def _bar_sync(ins, ctx):
+# ------------------------------------------------------------------------------------ bar.sync / bar.arrive / exit
+def _bar_operands(ins, ctx):
     gb = value_getter(ins.barrier, "u32", ctx)
     gc = value_getter(ins.count, "u32", ctx) if ins.count is not None else None
+    return gb, gc
+
+
+def _bar_arrival(ex, ws, mask, gb, gc, what: str):
+    """Count the warp's arrival at its named barrier; returns (id, fired event keys, the phase
+    key to wait on). All-or-none of the active lanes execute a barrier (PTX ISA, bar: .aligned);
+    the thread count must agree with the other arrivals of the phase."""
+    n = int(np.count_nonzero(mask))
+    if n != ws.nactive:
+        raise DivergentBarrier(f"{what} executed by {n} of the warp's {ws.nactive} active lanes: a barrier "
+                               f"must be executed by all threads of a warp (PTX ISA, bar; divergence is not "
+                               f"modelled: make its guard warp-uniform)")
+    bid = uniform(gb(ex, ws), mask, "barrier id")
+    if not 0 <= bid <= 15:
+        raise IllegalInstruction(f"{what}: barrier id {bid} out of 0..15 (PTX ISA, bar)")
+    expected = uniform(gc(ex, ws), mask, "barrier count") if gc is not None else None
+    if expected is not None and (expected <= 0 or expected % 32 or expected > 1024):
+        raise IllegalInstruction(f"{what}: thread count {expected} is not a multiple of 32 in 32..1024 (PTX ISA, bar)")
+    st = ex.bars.setdefault(bid, [0, 0, None])
+    if st[0] and st[2] != expected:
+        raise BarrierCountMismatch(
+            f"{what}: barrier {bid} phase {st[1]} expects {_count_text(st[2])} but this warp gives "
+            f"{_count_text(expected)} (PTX ISA, bar: every arrival of a phase gives the same count)")
+    st[0] += 32
+    st[2] = expected
+    key = ("bar", bid, st[1])
+    return bid, _release_bar(ex, bid), key
+
+
+def _count_text(c) -> str:
+    return "every thread of the CTA (no count)" if c is None else f"{c} threads"
+
+
+@semantics(I.BarSync)
+def _bar_sync(ins, ctx):
+    gb, gc = _bar_operands(ins, ctx)
 
     def fn(ex, ws, mask):
-        bid = uniform(gb(ex, ws), ws.active, "barrier id")
-        expected = uniform(gc(ex, ws), ws.active, "barrier count") if gc is not None else None
-        st = ex.bars.setdefault(bid, [0, 0, None])
-        st[0] += 32
-        st[2] = expected
-        key = ("bar", bid, st[1])
-        fired = _release_bar(ex, bid)
+        if mask is ws.none or not mask.any():   # guard false on the whole warp: not executed
+            return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=0)
+        bid, fired, key = _bar_arrival(ex, ws, mask, gb, gc, "bar.sync")
         if fired:
             return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
         ws.block = (key, Kind.BAR_SYNC, True, None)
         return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, blocked_on=key, extra={"barrier": bid})
+    return fn
+
+
+@semantics(I.BarArrive)
+def _bar_arrive(ins, ctx):
+    gb, gc = _bar_operands(ins, ctx)
+
+    def fn(ex, ws, mask):
+        if mask is ws.none or not mask.any():
+            return Effect(kind=Kind.BAR_ARRIVE, warp=ws.w, lanes=0)
+        bid, fired, _key = _bar_arrival(ex, ws, mask, gb, gc, "bar.arrive")
+        return Effect(kind=Kind.BAR_ARRIVE, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
     return fn
 
 
@@ -199,6 +244,7 @@ def _release_bar(ex, bid: int) -> tuple:
     if st[0] and st[0] >= expected:
         st[0] = 0
         st[1] += 1
+        st[2] = None
         return (("bar", bid, st[1] - 1),)
     return ()
 
@@ -234,6 +280,10 @@ def collective(kind: str, body):
     def fn(ex, ws, mask):
         g = ex.wgs[ws.wg]
         first = 4 * g.g
+        if mask is not ws.active and 0 < int(np.count_nonzero(mask)) < ws.nactive:
+            raise DivergentBarrier(f"warpgroup-collective instruction executed by {int(np.count_nonzero(mask))} of "
+                                   f"the warp's {ws.nactive} lanes: wgmma/setmaxnreg are .sync.aligned (PTX ISA: all "
+                                   f"threads of the warpgroup execute the same instruction, none diverged)")
         if first + 4 > ex.num_warps or ws.nactive != 32:
             raise IllegalInstruction(f"warpgroup-collective instruction in warpgroup {g.g}, which does not have "
                                      f"4 full warps (CTA has {ex.num_threads} threads)")

@@ -33,6 +33,7 @@ class Kind:
     MBAR_TEST = "mbar_test"              # test_wait.parity (never blocks)
     MBAR_INVAL = "mbar_inval"
     BAR_SYNC = "bar_sync"
+    BAR_ARRIVE = "bar_arrive"            # bar.arrive: counts toward a named barrier, never waits
     FENCE = "fence"                      # fence.proxy.async, fence.mbarrier_init
     TMA_LOAD = "tma_load"
     TMA_STORE = "tma_store"

@@ -156,7 +156,26 @@ class _Verifier:
         for i, x in self.k.instructions():
             self.instruction(i, x)
         self.paths()
+        self.barrier_counts()
         return self.diags
+
+    def barrier_counts(self) -> None:
+        """Named barriers with constant ids given different constant thread counts (a warning: PTX
+        ISA, bar: all arrivals of one phase give the same count; other phases may differ, so the run
+        time raises BarrierCountMismatch where a phase really mixes them)."""
+        first: dict[int, tuple[int | None, int]] = {}
+        for i, x in self.k.instructions():
+            if not isinstance(x, (I.BarSync, I.BarArrive)) or not isinstance(x.barrier, Imm):
+                continue
+            if x.count is not None and not isinstance(x.count, Imm):
+                continue
+            count = None if x.count is None else x.count.value
+            seen = first.setdefault(x.barrier.value, (count, i))
+            if seen[0] != count:
+                what = lambda c: "every thread of the CTA" if c is None else f"{c} threads"  # noqa: E731
+                self.add(i, "barrier-count", f"barrier {x.barrier.value} is given {what(count)} here and "
+                                             f"{what(seen[0])} at line {self.k.line_of(seen[1])}: arrivals of one "
+                                             "phase must give the same count (PTX ISA, bar)", "warning")
 
     def names(self) -> None:
         seen: dict[str, str] = {}

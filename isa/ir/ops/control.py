@@ -1,4 +1,4 @@
-"""Warp control, barriers and fences: elect.sync, bar.sync, bra, exit, setmaxnreg, fence.proxy.async,
+"""Warp control, barriers and fences: elect.sync, bar.sync, bar.arrive, bra, exit, setmaxnreg, fence.proxy.async,
 fence.mbarrier_init."""
 
 from __future__ import annotations
@@ -49,13 +49,36 @@ class ElectSync(Instruction):
                 if x is not None]
 
 
+BAR_RULE = "PTX ISA, bar: barrier id 0..15, thread count a multiple of the warp size (32) in 32..1024"
+
+
+def _check_bar(instr, count_required: bool) -> None:
+    """Barrier id and thread count rules of bar.sync / bar.arrive (immediates checked here,
+    register values at run time)."""
+    _is(instr, "barrier", instr.barrier, VAL)
+    if isinstance(instr.barrier, Imm) and instr.barrier.value not in range(16):
+        _fail(instr, f"barrier {instr.barrier.value} out of 0..15", BAR_RULE)
+    if instr.count is None:
+        if count_required:
+            _fail(instr, "the thread count b is required (bar.arrive a, b)", BAR_RULE)
+        return
+    _is(instr, "count", instr.count, VAL)
+    if isinstance(instr.count, Imm):
+        v = instr.count.value
+        if not is_int(v) or v <= 0 or v % 32 or v > 1024:
+            _fail(instr, f"count {v} is not a multiple of 32 in 32..1024", BAR_RULE)
+
+
 @dataclass(frozen=True)
 class BarSync(Instruction):
-    """`bar.sync a{, b};` named barrier a (0..15) with an optional thread count b (multiple of 32)."""
+    """`bar.sync a{, b};` / `barrier.sync{.aligned} a{, b};` named barrier a (0..15): the warp
+    arrives and waits until b threads (a multiple of 32; default: every thread of the CTA) have
+    arrived at barrier a in this phase. Executed by all active lanes of a warp or by none
+    (divergence is a named run-time error, never a hang)."""
 
     mnemonic: ClassVar[str] = "bar.sync"
     timing_class: ClassVar[str] = Kind.BAR_SYNC
-    rule: ClassVar[str] = "PTX ISA, bar: barrier 0..15, count a multiple of the warp size"
+    rule: ClassVar[str] = BAR_RULE
     aliases: ClassVar = ("barrier.sync",)
     ignored_modifiers: ClassVar = ("aligned",)
     operand_spec: ClassVar = (Opnd("barrier", VAL, rt="u32"), Opnd("count", VAL, optional=True, rt="u32"))
@@ -65,13 +88,39 @@ class BarSync(Instruction):
     count: Reg | Imm | None = None
 
     def _check(self) -> None:
-        _is(self, "barrier", self.barrier, VAL)
-        if isinstance(self.barrier, Imm) and self.barrier.value not in range(16):
-            _fail(self, f"barrier {self.barrier.value} out of 0..15", self.rule)
-        if self.count is not None:
-            _is(self, "count", self.count, VAL)
-            if isinstance(self.count, Imm) and (self.count.value <= 0 or self.count.value % 32):
-                _fail(self, f"count {self.count.value} is not a positive multiple of 32", self.rule)
+        _check_bar(self, False)
+
+
+@dataclass(frozen=True)
+class BarArrive(Instruction):
+    """`bar.arrive a, b;` / `barrier.arrive{.aligned} a, b;` the warp arrives at named barrier a
+    (0..15) of b threads (required, a multiple of 32) and goes on without waiting (the producer
+    side of FlashAttention-3's warpgroup ping-pong). Timing class BAR_ARRIVE: issue cost only;
+    its per-opcode cost comes later from microbenchmarks."""
+
+    mnemonic: ClassVar[str] = "bar.arrive"
+    timing_class: ClassVar[str] = Kind.BAR_ARRIVE
+    rule: ClassVar[str] = BAR_RULE + "; bar.arrive requires b"
+    aliases: ClassVar = ("barrier.arrive",)
+    ignored_modifiers: ClassVar = ("aligned",)
+    operand_spec: ClassVar = (Opnd("barrier", VAL, rt="u32"), Opnd("count", VAL, rt="u32"))
+    examples: ClassVar = ("bar.arrive 1, 256;", "bar.arrive %r0, 128;")
+    _coerce_fields: ClassVar = ("barrier", "count")
+    barrier: Reg | Imm
+    count: Reg | Imm | None = None
+
+    def _check(self) -> None:
+        _check_bar(self, True)
+
+    @classmethod
+    def parse_syntax(cls, c) -> "BarArrive":
+        """The count is required: one operand is a named error, not an operand-count one."""
+        c.take(*cls.ignored_modifiers)
+        c.done()
+        if len(c.ops) == 1:
+            raise c.err("bar.arrive: the thread count b is required (bar.arrive a, b; b a multiple of 32)")
+        c.count(2)
+        return cls(c.val(0), c.val(1))
 
 
 @dataclass(frozen=True)
