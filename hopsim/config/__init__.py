@@ -71,6 +71,10 @@ class GpuConfig(BaseModel):
         return self.per_cycle("hbm_bytes_per_s")
 
     @property
+    def hbm_write_bytes_per_cycle(self) -> float:
+        return self.per_cycle("hbm_write_bytes_per_s")
+
+    @property
     def hbm_latency_cycles(self) -> float:
         """Load latency of an L2 miss in SM cycles at this run's clock: the L2 hit latency (SM
         clock domain) plus the DRAM access `timing.hbm_extra_latency_ns` (memory clock domain)."""

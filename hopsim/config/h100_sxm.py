@@ -68,7 +68,10 @@ class H100Timing(ParamGroup):
     mbarrier_wakeup_cycles: Param = P(20, "cycles", "phase completion to a try_wait-ing warp resuming", "assumed: not published")
     bar_sync_cycles: Param = P(20, "cycles", "bar.sync release after the last warp arrives", "assumed")
     cta_launch_cycles: Param = P(1000, "cycles", "CTA launch on an SM whose previous CTA just exited (incl. prologue setup)", "assumed")
-    gst_bytes_per_cycle_per_sm: Param = P(64, "bytes/cycle", "st.global bytes one SM can send per cycle", "assumed")
+    gst_bytes_per_cycle_per_sm: Param = P(64, "bytes/cycle", "st.global sector bytes one SM can send to L2 per cycle (one FIFO per SM; a storing warp goes on when its sectors have left)", "assumed")
+    gmem_outstanding_sectors_per_sm: Param = P(1024, "32-B sectors", "ld.global sectors one SM may have in flight to L2/HBM (MSHR-like bound; a request beyond waits until the oldest in flight returns)", "assumed: provisional: to be calibrated from microbench__gmem (Little's law: sustained bytes/cycle/SM x loaded latency at low vs high occupancy); 1024 sectors = 32 KB keeps 132 SMs above the 3 TB/s HBM rate at the ~700-cycle miss latency")
+    l2_dirty_fraction: Param = P(0.5, "fraction of l2_bytes", "stored bytes the L2 holds dirty before their write-back must take HBM time at once; below it, write-backs use the HBM link's idle time (a write-back cache drains lazily; beyond it stores are written back as they arrive)", "assumed: provisional: to be calibrated from microbench__gmem store streams (L2-resident vs beyond-L2 stores)")
+    hbm_write_bytes_per_s: Param = P(3.0e12, "bytes/s", "whole-chip L2 -> HBM write-back bandwidth; writes share the HBM link with reads (memory clock domain)", "assumed: provisional: the read rate hbm_bytes_per_s until microbench__gmem store streams measure it")
 
 
 def h100_spec() -> H100Spec:

@@ -264,8 +264,10 @@ class CTAExecutor:
         raise ValueError(f"unknown event key {key!r}")
 
     # ------------------------------------------------------------------------- issue
-    def issue(self, w: int, batch: int = 1) -> Effect:
-        """Execute warp w's next instruction(s); see EXECUTOR_API.md."""
+    def issue(self, w: int, batch: int = 1, stop: frozenset | None = None) -> Effect:
+        """Execute warp w's next instruction(s); see EXECUTOR_API.md. `stop`: register rows whose
+        value is not yet there for the timing layer (scoreboarded loads in flight): an ALU batch
+        ends before an instruction that reads, writes or is guarded by one of them."""
         ws = self.warps[w]
         if ws.done:
             raise IllegalInstruction("issue() on a warp that has exited", warp=w, cta=self.cta_linear)
@@ -297,6 +299,8 @@ class CTAExecutor:
                     ws.pc = op.next_pc if target is None else target
                     op = ops[ws.pc]
                     if n >= batch or op.kind != Kind.ALU:
+                        break
+                    if stop is not None and (op.rows & stop or op.guard_row in stop):
                         break
                 self.issued += n
                 return Effect(kind=Kind.ALU, warp=w, index=first.index, instr=first.instr, count=n,

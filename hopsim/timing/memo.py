@@ -26,11 +26,12 @@ from collections import deque
 import numpy as np
 
 from hopsim.functional.effect import Kind
-from hopsim.timing.memory import SmLink
+from hopsim.timing.memory import GLINE, LINE, SmLink, coalesce
 
 
 def capture_tiles(ex, stop=None) -> list[list]:
-    """Run one CTA executor in zero time; return its TMA-load (tile key, bytes) per warp.
+    """Run one CTA executor in zero time; return its TMA-load (tile key, bytes) per warp, with
+    the 128-B lines of its ld.global as tiles (GLINE, (line,)) in issue order.
 
     Scheduling as the functional runner does it: round-robin over warps, each issues until it
     blocks; when all are blocked the oldest pending async op completes. `stop(tiles)` -> True
@@ -51,6 +52,8 @@ def capture_tiles(ex, stop=None) -> list[list]:
                     tiles[w].append((eff.tile_key, eff.gmem_bytes))
                     if stop is not None and stop(tiles):
                         return tiles
+                elif eff.kind == Kind.LD_GLOBAL and eff.gmem_ranges:  # its lines, as sm.py reads them
+                    tiles[w].extend(((GLINE, (a // LINE,)), b) for a, b in coalesce(eff.gmem_ranges).items())
                 if eff.complete is not None:
                     pending.append(eff)
                 if eff.kind == Kind.EXIT:
@@ -301,6 +304,7 @@ def sm_counters(sm) -> dict:
         "tma_ld": sm.tma.bytes_loaded, "tma_st": sm.tma.bytes_stored,
         "l2_busy": link.l2_pipe.busy, "hbm_busy": link.hbm_pipe.busy,
         "from_l2": link.bytes_from_l2, "from_hbm": link.bytes_from_hbm, "to_l2": link.bytes_to_l2,
+        "to_hbm": link.bytes_to_hbm, "gst_busy": sm.gst.busy, "g_req": sm.gmem_requests, "g_sec": sm.gmem_sectors,
     }
 
 
@@ -332,22 +336,27 @@ def add_counters(sm, d: dict) -> None:
     link.bytes_from_l2 += d["from_l2"]
     link.bytes_from_hbm += d["from_hbm"]
     link.bytes_to_l2 += d["to_l2"]
+    link.bytes_to_hbm += d["to_hbm"]
+    sm.gst.busy += d["gst_busy"]
+    sm.gmem_requests += d["g_req"]
+    sm.gmem_sectors += d["g_sec"]
 
 
 def _pipes(sm) -> list:
     return [*sm.sched.pipes, sm.smem.pipe, sm.tensor.pipe, sm.tma.issue_pipe, sm.tma.fill_pipe,
-            sm.memory.l2_pipe, sm.memory.hbm_pipe]
+            sm.memory.l2_pipe, sm.memory.hbm_pipe, sm.gst]
 
 
 def sm_state(sm, now: float) -> tuple:
     """The SM's units as a CTA starting at `now` sees them: work still queued on each pipe, in
     cycles after `now` (exact: pipes.QUANTUM). Part of the memo key."""
-    return tuple(p.next_free - now if p.next_free > now else 0.0 for p in _pipes(sm))
+    return (tuple(p.next_free - now if p.next_free > now else 0.0 for p in _pipes(sm))
+            + sm.gld.state(now) + (sm.memory.wb_debt,))
 
 
 def sm_residue(sm, start: float) -> tuple:
     """Each pipe's queue tail relative to a CTA's start (recorded when it ends)."""
-    return tuple(p.next_free - start for p in _pipes(sm))
+    return tuple(p.next_free - start for p in _pipes(sm)) + (sm.memory.wb_debt,)
 
 
 def apply_residue(sm, start: float, residue: tuple) -> None:
@@ -355,6 +364,7 @@ def apply_residue(sm, start: float, residue: tuple) -> None:
     for p, r in zip(_pipes(sm), residue):
         if start + r > p.next_free:
             p.next_free = start + r
+    sm.memory.wb_debt = residue[-1]  # the dirty bytes the CTA left (its key held those it found)
 
 
 # ------------------------------------------------------------------------------- dispatch-time L2

@@ -20,12 +20,22 @@ Model (what it does):
 - **Latency**: a hit completes `timing.gmem_l2_latency_cycles` after its bytes leave the L2 pipe;
   a miss `gpu.hbm_latency_cycles` (the hit latency plus `timing.hbm_extra_latency_ns` at the
   run's SM clock) after they leave the HBM pipe and the L2 pipe.
+- **Stores** (st.global sectors, TMA stores) are written into L2 (the line becomes resident) and
+  written back to HBM (`bytes_to_hbm`): each stored byte takes `timing.hbm_write_bytes_per_s`
+  time on the HBM link, the FIFO the reads use. The L2 is a write-back cache: up to
+  `l2_dirty_fraction x l2_bytes` (this link's share) of stored bytes wait dirty (`wb_debt`) and
+  are written back in the link's idle time (a gap before a later request); beyond that they take
+  link time as they arrive, so reads queue behind them. A copy of N bytes beyond L2 thus moves N
+  read + N written bytes over HBM at the link's rate, and a GEMM's C tiles drain while the link
+  idles. The writer never waits for its write-back. Simplification: every stored byte is written
+  back once (a line stored twice counts twice); the dirty bytes left at kernel end are counted in
+  `bytes_to_hbm` but written after the kernel.
 - **Miss merging (MSHR)**: a tile records when its bytes are in L2 (HBM pipe end + HBM latency -
   L2 latency); a hit on a tile still being fetched starts its L2 transfer only then, so CTAs
   that request a tile together all wait for the one HBM fetch (which moves the bytes once).
 
 What it does not model: the two L2 partitions (near/far latency), sectors and partial-tile hits,
-DRAM banks/row buffers, L2 write-back traffic to HBM, the ``l2Promotion`` of tensor maps, and
+DRAM banks/row buffers, write-back deferred to eviction (see Stores), the ``l2Promotion`` of tensor maps, and
 requests filling idle gaps before a pipe's queue tail (see pipes.py).
 """
 
@@ -34,7 +44,29 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Hashable
 
-from hopsim.timing.pipes import Jitter, Pipe
+from hopsim.timing.pipes import QUANTUM, Jitter, Pipe
+
+
+LINE = 128
+"""Global-memory granule of the L2 residency model for ld/st.global (one L2 line, one request)."""
+
+SECTOR = 32
+"""Global-memory access granule: a warp access moves whole 32-B sectors (coalescing)."""
+
+GLINE = "ld.global line"
+"""Tile-plan handle of an ld.global line: its tile key is (GLINE, (address // LINE,)) (memo.py)."""
+
+
+def coalesce(ranges) -> dict:
+    """128-B line address -> bytes of the 32-B sectors a warp access touches in it (the runs of
+    sectors in `ranges`, from ops_mem._sector_ranges), in address order."""
+    lines: dict = {}
+    for addr, nbytes in ranges:
+        a, end = addr - addr % LINE, addr + nbytes
+        while a < end:
+            lines[a] = lines.get(a, 0) + min(a + LINE, end) - max(a, addr)
+            a += LINE
+    return lines
 
 
 class L2Residency:
@@ -120,6 +152,9 @@ class MemorySystem:
         self.hbm_latency = gpu.hbm_latency_cycles  # L2 hit latency + DRAM ns at the run's clock
         self.l2_bw = gpu.l2_bytes_per_cycle  # bytes/s at the run's SM clock (config)
         self.hbm_bw = gpu.hbm_bytes_per_cycle
+        self.hbm_wr_bw = gpu.hbm_write_bytes_per_cycle
+        self.wb_room = float(gpu.timing.l2_dirty_fraction.value) * float(gpu.spec.l2_bytes.value)
+        self.wb_debt = 0.0  # stored bytes not yet written back (dirty in L2)
         self.l2_req = gpu.l2_requests_per_cycle
         self.l2_dlv = gpu.l2_delivery_bytes_per_cycle
         self.l2_dlv_req = gpu.l2_delivery_requests_per_cycle
@@ -130,6 +165,7 @@ class MemorySystem:
         self.bytes_from_l2 = 0  # bytes read not fetched from HBM for this read (hits, merged misses)
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
         self.bytes_to_l2 = 0  # bytes stored
+        self.bytes_to_hbm = 0  # stored bytes written back to HBM
 
     def _l2_service(self, nbytes: int, requests: int, share: float = 1.0) -> float:
         """L2 -> SM link time of a transfer: the slowest of the L2 read of its distinct bytes and
@@ -159,6 +195,8 @@ class MemorySystem:
             t = self.l2_pipe.reserve(arrival, self._l2_service(nbytes, requests, hbm_share), "hit")
             return t + self.jitter(self.l2_latency), True
         self.bytes_from_hbm += nbytes * hbm_share
+        if self.wb_debt:
+            self._drain(arrival)
         # the rest of a merged miss was fetched by another reader: served by L2 for this one (the
         # shared mode counts such a read, issued after the fetch began, as a hit: same total)
         self.bytes_from_l2 += nbytes * (1.0 - hbm_share)
@@ -168,11 +206,35 @@ class MemorySystem:
         return t + self.jitter(self.hbm_latency), False
 
     def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
-        """Store a tile into L2 (write-back); return when it is written."""
+        """Store a tile into L2 and post its write-back to HBM; return when it is in L2."""
         self.residency.write(key, nbytes)
         self.bytes_to_l2 += nbytes
+        self.bytes_to_hbm += nbytes
         t = self.l2_pipe.reserve(arrival, nbytes / self.l2_bw, "store")
+        if self.wb_debt:
+            self._drain(t)
+        self.wb_debt += nbytes
+        excess = self.wb_debt - self.wb_room
+        if excess > 0:  # the dirty share of L2 is full: written back as it arrives
+            self.hbm_pipe.reserve(t, excess / self.hbm_wr_bw, "write-back")
+            self.wb_debt = self.wb_room
         return t + self.jitter(self.l2_latency)
+
+    def _drain(self, now: float) -> None:
+        """Write dirty bytes back in the HBM link's idle time before `now` (whole 1/QUANTUM
+        cycles of it, so the link is free again by `now`)."""
+        pipe = self.hbm_pipe
+        gap = now - pipe.next_free
+        if gap <= 0:
+            return
+        gap = gap * QUANTUM // 1 / QUANTUM
+        d = min(self.wb_debt, gap * self.hbm_wr_bw)
+        cycles = d / self.hbm_wr_bw
+        if cycles > gap:  # rounding: keep the link free at `now`
+            cycles = gap
+        if cycles > 0:
+            pipe.reserve(pipe.next_free, cycles, "write-back")
+            self.wb_debt = max(0.0, self.wb_debt - d)
 
 
 class SmLink(MemorySystem):
@@ -192,6 +254,8 @@ class SmLink(MemorySystem):
         self.residency = residency
         self.l2_bw /= num_sms
         self.hbm_bw /= num_sms
+        self.hbm_wr_bw /= num_sms
+        self.wb_room /= num_sms
         self.l2_req /= num_sms
         self.l2_dlv /= num_sms
         self.l2_dlv_req /= num_sms

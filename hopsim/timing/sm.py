@@ -9,7 +9,13 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
       ALU run of n      -> SMSP busy n*issue; yield until issued + (alu_latency - issue)
       ld.shared/ldmatrix-> SMSP issue, smem port held wavefronts; yield until the data is back
       st.shared/stmatrix-> SMSP issue, smem port; yield until the port took the wavefronts
-      ld/st.global      -> L2/HBM per 128-B line (MemorySystem)
+      ld.global         -> coalesced into 32-B sectors / 128-B lines (one L2 request per line),
+                           at most `gmem_outstanding_sectors_per_sm` sectors in flight per SM
+                           (GmemRequests), L2/HBM per line; the warp goes on after issue and its
+                           destination registers are scoreboarded (below)
+      st.global         -> the SM's store path (`gst_bytes_per_cycle_per_sm` of sectors, FIFO),
+                           then L2 and a posted write-back to HBM; the warp goes on when its
+                           sectors have left the SM
       TMA load/store    -> TmaUnit gives the completion time; eff.complete() runs THEN (data lands,
                            complete_tx fires the mbarrier phase); the warp goes on after issue
       cp.async          -> global read per 128-B line (as ld.global), then the smem port takes the
@@ -19,8 +25,13 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
       fired keys        -> wake the waiters of those events (+ wake-up latency from the config)
 
 Warp w of a CTA issues on sub-partition w % 4 (assumption: the mapping is undocumented,
-[FORUM-311023]). A warp waits for the result of each shared/global load before its next
-instruction (no register scoreboard: conservative, as if the next instruction used it).
+[FORUM-311023]). Register scoreboard of ld.global: the load's destination rows are pending
+until its data is back; the warp stalls (wait "gmem") only before the first instruction that
+reads, writes or is guarded by a pending register, and before exit, bar.sync and fences, which
+need the thread's loads performed (PTX memory consistency: a barrier orders them); independent
+loads of a thread therefore overlap. The ALU batch of the executor ends before such a use
+(`CTAExecutor.issue(stop=...)`). A warp still waits for the result of each ld.shared/ldmatrix
+before its next instruction (no scoreboard there: conservative).
 Nothing polls: a waiting warp sleeps on one `simpy.Event` per key; if the event queue runs dry
 while warps wait, the runner raises the functional layer's named `Deadlock`.
 """
@@ -34,15 +45,15 @@ import simpy
 from isa.ir.instructions import And, ElectSync
 
 from hopsim.functional.effect import Kind
-from hopsim.timing.memory import MemorySystem
-from hopsim.timing.pipes import Jitter
-from hopsim.timing.units import Schedulers, SmemPort, TensorCores, TmaUnit
+from hopsim.timing.memory import GLINE, LINE, SECTOR, MemorySystem, coalesce
+from hopsim.timing.pipes import Jitter, Pipe
+from hopsim.timing.units import GmemRequests, Schedulers, SmemPort, TensorCores, TmaUnit
 
 ALU_BATCH = 64
 """Most consecutive ALU instructions executed (and costed) in one issue() call / one timeout."""
 
-LINE = 128
-"""Global-memory granule of the L2 residency model for ld/st.global (one L2 line)."""
+DRAIN = frozenset({Kind.EXIT, Kind.BAR_SYNC, Kind.FENCE})
+"""Instructions before which a warp waits for all its scoreboarded loads."""
 
 WAIT_NAME = {"mbar": "mbarrier", "bar": "bar.sync", "rdv": "warpgroup_rendezvous",
              "wgmma": "wgmma.wait_group", "bulk": "bulk.wait_group", "cpasync": "cp.async.wait_group"}
@@ -60,6 +71,10 @@ class SM:
         self.tensor = TensorCores(gpu, sm_id, trace, jitter)
         self.tma = TmaUnit(gpu, memory, sm_id, trace, jitter)
         self.memory = memory
+        self.gst = Pipe(f"SM{sm_id}.st.global", trace)  # the SM's store path to L2
+        self.gld = GmemRequests(gpu)  # ld.global sectors in flight (bound)
+        self.gmem_requests = 0  # ld/st.global L2 requests (128-B lines touched per warp access)
+        self.gmem_sectors = 0  # 32-B sectors those requests move
         self.ctas_run = 0
 
 
@@ -176,6 +191,10 @@ class CtaRun:
         self.hits = hits  # memo.CtaHits: .of(warp, i) -> (hit, hbm_share), L2 residency decided at dispatch (partitioned mode)
         kern = getattr(ex, "kernel", None)
         self.elected = elected_predicates(kern) if kern is not None else frozenset()
+        prog = getattr(ex, "prog", None)  # scripted test executors have none: no scoreboard
+        self.ops = prog.ops if prog is not None else None
+        self.gld_dst = load_destinations(prog) if prog is not None else None
+        self.pend: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: row -> cycle its load data is back
 
     # ---------------------------------------------------------------- events
     def _event(self, key):
@@ -226,8 +245,21 @@ class CtaRun:
         smsp = self.sm.sched.pipes[w % self.sm.sched.n]
         slices = st.slices
         woken = False  # the last issue of this warp blocked and was woken (its wait is paid)
+        pend = self.pend[w]
         while True:
-            eff = ex.issue(w, ALU_BATCH)
+            stop = None
+            if pend:
+                need = self._scoreboard(w, pend, env.now)
+                if need > env.now:
+                    t0 = env.now
+                    yield env.timeout(-(-need // 1) - t0)
+                    st.add_wait("gmem", env.now - t0)
+                    if slices is not None:
+                        slices.append((t0, env.now, "wait scoreboard (ld.global)"))
+                    self._scoreboard(w, pend, env.now)
+                if pend:
+                    stop = frozenset(pend)
+            eff = ex.issue(w, ALU_BATCH, stop) if stop is not None else ex.issue(w, ALU_BATCH)
             now = env.now
             if eff.blocked_on is not None:
                 yield from self._blocked(st, eff, now)
@@ -253,6 +285,26 @@ class CtaRun:
             if slices is not None:
                 slices.append((now, env.now, eff.text if eff.count == 1 else f"{eff.count} ALU instructions"))
         st.end = env.now
+
+    def _scoreboard(self, w: int, pend: dict, now: float) -> float:
+        """Drop the loads of warp w whose data is back by `now`; return when the warp's next
+        instruction may issue: the latest pending row it touches (all of them before a DRAIN)."""
+        for r in [r for r, t in pend.items() if t <= now]:
+            del pend[r]
+        if not pend:
+            return now
+        op = self.ops[self.ex.warps[w].pc]
+        if op.kind in DRAIN:
+            return max(pend.values())
+        need = now
+        for r in op.rows:
+            t = pend.get(r)
+            if t is not None and t > need:
+                need = t
+        g = op.guard_row
+        if g is not None and pend.get(g, 0.0) > need:
+            need = pend[g]
+        return need
 
     def _blocked(self, st: WarpStats, eff, now: float):
         """The warp waits on an event (mbarrier phase, bar.sync, rendezvous, wait_group)."""
@@ -327,8 +379,18 @@ class CtaRun:
         return resume, "wgmma_issue"
 
     def _gmem(self, w, eff, issued, smsp, woken):
-        """ld/st.global: per 128-B line through L2/HBM (`_global`)."""
-        return self._global(eff, issued), "gmem"
+        """ld/st.global (`_global`). A load's destination rows are scoreboarded: the warp goes on
+        after issue and waits at the first use (`_scoreboard`); a store's warp goes on when its
+        sectors have left the SM."""
+        done = self._global(eff, issued)
+        rows = None if eff.is_write or self.gld_dst is None else self.gld_dst.get(eff.index)
+        if rows is None:
+            return done, "gmem"
+        pend = self.pend[w]
+        for r in rows:
+            if pend.get(r, 0.0) < done:
+                pend[r] = done
+        return issued, None
 
     def _cp_async(self, w, eff, issued, smsp, woken):
         """cp.async: the global read as ld.global (`_global`: L2/HBM per 128-B line); when the data
@@ -366,21 +428,41 @@ class CtaRun:
         return issued, None
 
     def _global(self, eff, issued: float) -> float:
-        mem = self.sm.memory
-        done = issued
-        lines = {}
-        for addr, nbytes in eff.gmem_ranges:
-            a, end = addr - addr % LINE, addr + nbytes
-            while a < end:
-                lines[a] = lines.get(a, 0) + min(a + LINE, end) - max(a, addr)
-                a += LINE
+        """A warp's global access, coalesced: `eff.gmem_ranges` are the runs of 32-B sectors its
+        lanes touch (ops_mem.py); each 128-B line touched is one L2 request of its sectors' bytes.
+        A store leaves through the SM's store path (FIFO, `gst_bytes_per_cycle_per_sm`) and is
+        written to L2 (and back to HBM, memory.py): returns when its sectors have left. A load
+        waits for room among the SM's outstanding sectors (`GmemRequests`) per line: returns when
+        the last line's data is back."""
+        sm = self.sm
+        mem = sm.memory
+        lines = coalesce(eff.gmem_ranges)
+        sm.gmem_requests += len(lines)
         if eff.is_write:
+            nb = sum(lines.values())
+            sm.gmem_sectors += nb // SECTOR
+            left = sm.gst.reserve(issued, nb / self.c.gst_bw, "st.global") if nb else issued
             for a, b in lines.items():
-                mem.write(issued, ("line", a), b)
-            return issued + eff.gmem_bytes / self.c.gst_bw
+                mem.write(left, ("line", a), b)
+            return left
+        done = issued
+        gld = sm.gld
+        planned = self.hits is not None and eff.kind == Kind.LD_GLOBAL
+        if planned:
+            w = eff.warp
+            tl = self.tiles[w]
         for a, b in lines.items():
-            t, _ = mem.read(issued, ("line", a), b)
-            done = max(done, t)
+            n = b // SECTOR
+            sm.gmem_sectors += n
+            if planned:  # L2 residency decided at dispatch (partitioned mode, memo.py)
+                hit, share = self.hits.of(w, len(tl))
+                tl.append((GLINE, (a // LINE,)))
+                t, _ = mem.read(gld.admit(issued, n), ("line", a), b, hit, share)
+            else:
+                t, _ = mem.read(gld.admit(issued, n), ("line", a), b)
+            gld.hold(t, n)
+            if t > done:
+                done = t
         return done
 
 
@@ -397,6 +479,16 @@ _HANDLERS = {
 }
 """Timing class (Effect.kind) -> cost handler of `CtaRun`; any other class: `CtaRun._other`.
 (EXIT ends the warp's loop in `_warp`.)"""
+
+
+def load_destinations(prog) -> dict:
+    """Body index of each ld.global of a compiled program -> its destination register rows
+    (cached on the program)."""
+    got = getattr(prog, "_gld_dst", None)
+    if got is None:
+        got = {op.index: op.rows_written for op in prog.ops if op.kind == Kind.LD_GLOBAL and op.rows_written}
+        prog._gld_dst = got
+    return got
 
 
 def _requests(eff) -> int:

@@ -15,6 +15,7 @@ Sources of the numbers: `hopsim/config/h100_sxm.py` (each field names its source
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 
 from typing import Hashable
@@ -174,3 +175,40 @@ class TmaUnit:
     def busy_cycles(self) -> float:
         """Cycles the unit is busy: issue stage or fill (the larger; they overlap)."""
         return max(self.issue_pipe.busy, self.fill_pipe.busy)
+
+
+class GmemRequests:
+    """The bound on one SM's ld.global sectors in flight (`gmem_outstanding_sectors_per_sm`).
+
+    A line request of n sectors is admitted when the sectors in flight plus n fit the bound: it
+    waits for the earliest returns (heap of (return cycle, sectors)); `hold` records its return.
+    With few warps the bound never binds; with many it caps an SM's bandwidth at bound x 32 B /
+    latency (Little's law), which is how the microbenchmark measures it."""
+
+    __slots__ = ("bound", "_heap", "inflight", "waited")
+
+    def __init__(self, gpu):
+        self.bound = max(1, int(gpu.timing.gmem_outstanding_sectors_per_sm.value))
+        self._heap: list = []
+        self.inflight = 0
+        self.waited = 0.0
+
+    def admit(self, now: float, n: int) -> float:
+        """Earliest time >= now at which n more sectors fit."""
+        heap = self._heap
+        t = now
+        while heap and (heap[0][0] <= t or self.inflight + n > self.bound):
+            end, k = heapq.heappop(heap)
+            self.inflight -= k
+            if end > t:
+                t = end
+        self.waited += t - now
+        return t
+
+    def hold(self, end: float, n: int) -> None:
+        heapq.heappush(self._heap, (end, n))
+        self.inflight += n
+
+    def state(self, now: float) -> tuple:
+        """Sectors in flight after `now`, relative times (the memo key's part for this unit)."""
+        return tuple(sorted((e - now, k) for e, k in self._heap if e > now))
