@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hopsim.functional import ops_alu, ops_async, ops_cpasync, ops_float, ops_mem, ops_sync, ops_warp  # noqa: F401  (register the semantics)
+from hopsim.functional import (  # noqa: F401  (register the semantics)
+    ops_alu, ops_async, ops_atomic, ops_cpasync, ops_float, ops_mem, ops_sync, ops_warp,
+)
 from hopsim.functional.effect import Kind
 from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.ops_sync import exit_fn

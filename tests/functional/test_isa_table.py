@@ -12,7 +12,9 @@ import pytest
 from isa.ir import INSTRUCTION_CLASSES, parse, to_text
 from isa.ir.ops.base import PRODUCES, SYNTAX
 from isa.ir.kinds import Kind
-from hopsim.functional import ops_alu, ops_async, ops_cpasync, ops_float, ops_mem, ops_sync, ops_warp  # noqa: F401  (register semantics)
+from hopsim.functional import (  # noqa: F401  (register semantics)
+    ops_alu, ops_async, ops_atomic, ops_cpasync, ops_float, ops_mem, ops_sync, ops_warp,
+)
 from hopsim.functional.semantics import semantics_of
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
