@@ -80,6 +80,15 @@ class Launch:
         return (linear % gx, (linear // gx) % gy, linear // (gx * gy))
 
 
+_LANE = np.arange(WARP, dtype=np.uint64)
+LANEMASKS = {k: (f(_LANE) & 0xFFFFFFFF).astype(np.uint32) for k, f in {
+    "eq": lambda l: np.uint64(1) << l, "lt": lambda l: (np.uint64(1) << l) - np.uint64(1),
+    "le": lambda l: (np.uint64(2) << l) - np.uint64(1),
+    "ge": lambda l: np.uint64(0xFFFFFFFF) ^ ((np.uint64(1) << l) - np.uint64(1)),
+    "gt": lambda l: np.uint64(0xFFFFFFFF) ^ ((np.uint64(2) << l) - np.uint64(1))}.items()}
+"""%lanemask_* per lane (PTX ISA): eq = bit lane, lt = bits below it, le = through it, ge/gt = at or
+above / above it (32 bits)."""
+
 _SREG_CACHE: dict = {}  # (block, grid, num_warps, warp) -> (special registers but %ctaid, uniform values)
 
 
@@ -173,13 +182,14 @@ class CTAExecutor:
         self.wgs = [WarpgroupState(g) for g in range(-(-self.num_warps // 4))]
         self.checker = Checker(self, enabled=checks, check_phases=check_phases)
         self.issued = 0
+        self.clock_reads = 0
 
     # ------------------------------------------------------------------------- special registers
     def _sregs_uni(self, w: int) -> tuple[dict, dict]:
         """(special registers of warp w, their warp-uniform values) without per-CTA numpy work:
-        everything but %ctaid is a function of (block, grid, warp) and cached across CTAs (the
+        everything but %ctaid is a function of (block, grid, warp, shared sizes) and cached across CTAs (the
         arrays are only read: program.py copies them with astype)."""
-        key = (self.launch.block, self.launch.grid, self.num_warps, w)
+        key = (self.launch.block, self.launch.grid, self.num_warps, w, self.smem_size, int(self.launch.dynamic_smem))
         base = _SREG_CACHE.get(key)
         if base is None:
             regs = self._sregs(w)
@@ -206,8 +216,19 @@ class CTAExecutor:
             "%ctaid.x": u(self.cta[0]), "%ctaid.y": u(self.cta[1]), "%ctaid.z": u(self.cta[2]),
             "%nctaid.x": u(gx), "%nctaid.y": u(gy), "%nctaid.z": u(gz),
             "%laneid": np.arange(WARP, dtype=np.uint32), "%warpid": u(w), "%nwarpid": u(self.num_warps),
-            "%smid": u(0), "%clock": u(0), "%clock64": np.zeros(WARP, np.uint64),
+            "%smid": u(0), "%nsmid": u(1),
+            "%lanemask_eq": LANEMASKS["eq"], "%lanemask_le": LANEMASKS["le"], "%lanemask_lt": LANEMASKS["lt"],
+            "%lanemask_ge": LANEMASKS["ge"], "%lanemask_gt": LANEMASKS["gt"],
+            "%dynamic_smem_size": u(int(self.launch.dynamic_smem)), "%total_smem_size": u(self.smem_size),
+            "%cluster_ctarank": u(0), "%cluster_nctarank": u(1),
         }
+
+    def clock_tick(self) -> int:
+        """%clock / %clock64 / %globaltimer in the functional model: the CTA's issued instructions
+        plus the clock reads so far (strictly increasing per read). The functional layer has no time:
+        these are not cycles or nanoseconds (the timing model's cycles are not visible here)."""
+        self.clock_reads += 1
+        return self.issued + self.clock_reads
 
     def param(self, name: str):
         """Value of kernel parameter `name` (from `Launch.params`)."""

@@ -17,6 +17,10 @@ from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.regs import TYPES, RegLayout
 from isa.ir.operands import Imm, Reg, SReg, Sym
 
+CLOCKS = frozenset({"%clock", "%clock64", "%globaltimer"})
+"""Special registers read through `CTAExecutor.clock_tick()` (a counter that advances on every read),
+not from the per-warp constant table."""
+
 SEMANTICS: dict[type, Callable] = {}
 """Instruction class -> builder(ins, ctx) -> fn(ex, ws, mask): the functional semantics."""
 
@@ -130,6 +134,8 @@ def value_getter(opnd, t: str, ctx: Ctx):
     if isinstance(opnd, SReg):
         name = opnd.name
         dt = TYPES[t][0]
+        if name in CLOCKS:
+            return lambda ex, ws: dt.type(ex.clock_tick() & ((1 << 8 * dt.itemsize) - 1))
         return lambda ex, ws: ws.sreg[name].astype(dt)
     if isinstance(opnd, Sym):
         return sym_getter(opnd.name, t, ctx)
@@ -247,6 +253,9 @@ def scalar_getter(opnd, t: str, ctx: Ctx):
         return lambda ex, ws: c
     if isinstance(opnd, SReg):
         name = opnd.name
+        if name in CLOCKS:
+            return lambda ex, ws: ex.clock_tick() & m
+
         def gs(ex, ws):
             v = ws.sreg_uni.get(name)
             return None if v is None else v & m

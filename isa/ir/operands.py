@@ -35,9 +35,14 @@ class IRError(HopsimError, ValueError):
 SPECIAL_REGISTERS: frozenset[str] = frozenset({
     "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z",
     "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z",
-    "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%clock", "%clock64",
+    "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%clock", "%clock64", "%globaltimer",
+    "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt",
+    "%dynamic_smem_size", "%total_smem_size", "%cluster_ctarank", "%cluster_nctarank",
 })
-"""Special registers the machine provides (PTX ISA). `%clock64` is 64-bit, the rest 32-bit."""
+"""Special registers the machine provides (PTX ISA). `%clock64` and `%globaltimer` are 64-bit, the
+rest 32-bit."""
+
+SPECIAL_64 = frozenset({"%clock64", "%globaltimer"})
 
 _REG_NAME = re.compile(r"^%[A-Za-z_$][A-Za-z0-9_$]*$")
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
@@ -100,7 +105,7 @@ class SReg:
 
     @property
     def bits(self) -> int:
-        return 64 if self.name == "%clock64" else 32
+        return 64 if self.name in SPECIAL_64 else 32
 
     def text(self) -> str:
         return self.name
