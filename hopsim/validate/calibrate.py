@@ -33,6 +33,9 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | wgmma_queue_depth | wgmma_queue: 16 - (issue time of 16 wgmmas - of 8) / (N/2) on an empty pipe, median over N |
 | cta_launch_cycles | launch: extra_us_per_additional_wave_of_ctas x the record's SM clock |
 
+The global-memory fields (gmem_outstanding_sectors_per_sm, hbm_write_bytes_per_s) come from the
+gmem microbenchmark records by the rules of hopsim/validate/calibrate_gmem.py.
+
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
 alu_latency_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
 """
@@ -46,6 +49,7 @@ from dataclasses import asdict, dataclass
 
 from hopsim.config import load_gpu
 from isa.errors import HopsimError
+from hopsim.validate.calibrate_gmem import derive_gmem
 from validation.provenance import RECORDS_DIR, load_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -258,7 +262,9 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     """The calibrated rows, against the defaults of hopsim/config/h100_sxm.py."""
     defaults = load_gpu(calibrated=False).timing.params()
     rows = []
-    for field, (value, source) in derive(records_dir).items():
+    derived = derive(records_dir)
+    derived.update(derive_gmem(records_dir or RECORDS_DIR))
+    for field, (value, source) in derived.items():
         d = defaults[field]
         if d.unit == "cycles":  # events happen on whole cycles: latencies and costs are whole
             value, source = float(round(value)), f"{source} = {value:.3f}, rounded to whole cycles"

@@ -42,8 +42,14 @@ def test_committed_calibration_is_what_the_records_give():
         assert committed[f]["source"] == r.source, f
 
 
+def _copy_gmem(d: pathlib.Path) -> None:
+    (d / "gmem").mkdir(exist_ok=True)
+    shutil.copy(RECORDS_DIR / "gmem" / "gmem.jsonl", d / "gmem" / "gmem.jsonl")
+
+
 def test_calibration_reads_microbenchmark_records_only(tmp_path):
     only_micro = _copy(tmp_path, "microbench__*.json")
+    _copy_gmem(only_micro)
     assert [(r.field, r.value) for r in calibrate(only_micro)] == [(r.field, r.value) for r in calibrate()]
     gemm_only = tmp_path / "gemm"
     gemm_only.mkdir()
@@ -69,7 +75,7 @@ def test_every_timing_number_is_sourced_and_measured_ones_name_their_record():
             assert math.isfinite(p.value), name
     for name in calibrated:
         src = gpu.timing.params()[name].source
-        assert src.startswith("measured: microbench__"), (name, src)
+        assert src.startswith(("measured: microbench__", "measured: gmem/gmem.jsonl")), (name, src)
         record = src.split("measured: ", 1)[1].split(" ", 1)[0]
         assert (RECORDS_DIR / record).exists(), (name, record)
 
@@ -110,3 +116,24 @@ def test_cli_dry_run_and_bad_records_dir(tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "records" in bad.stderr
     empty = subprocess.run(run + ["--dry-run", "--records", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert empty.returncode == 2 and "Traceback" not in empty.stderr and "microbench" in empty.stderr
+
+
+def test_gmem_fields_come_from_the_gmem_records_when_present(tmp_path):
+    """With the gmem microbenchmark records the outstanding bound is Little's law over them
+    (the largest bytes in flight an all-SM stream kept: bytes/cycle/SM x the chase latency of its
+    level) and the write bandwidth the fastest store stream beyond L2; without them the fields
+    keep their provisional defaults (no row)."""
+    from hopsim.validate.calibrate_gmem import chase_latency_cycles, gmem_records
+    recs = gmem_records(RECORDS_DIR)
+    lat = chase_latency_cycles(recs)
+    reads = [r for r in recs if r["group"] in ("read_hbm", "read_l2")]
+    inflight = max(r["results"]["bytes_per_cycle_per_sm"] * lat[r["params"]["where"]] for r in reads)
+    writes = [r["results"]["bytes_per_s"] for r in recs if r["group"] == "store_hbm" and r["name"].startswith("write_")]
+    rows = {r.field: r for r in calibrate()}
+    assert rows["gmem_outstanding_sectors_per_sm"].value == math.ceil(inflight / 32)
+    assert rows["hbm_write_bytes_per_s"].value == pytest.approx(max(writes))
+    assert "gmem/gmem.jsonl" in rows["hbm_write_bytes_per_s"].source
+    without = {r.field for r in calibrate(_copy(tmp_path, "microbench__*.json"))}
+    assert not without & {"gmem_outstanding_sectors_per_sm", "hbm_write_bytes_per_s"}
+    assert load_gpu(calibrated=False).timing.gmem_outstanding_sectors_per_sm.source.startswith(
+        "assumed: provisional: to be calibrated from microbench__gmem")
