@@ -503,6 +503,67 @@ class DispatchResidency:
         return CtaHits(np.array(out_hit, dtype=bool), np.array(share), self.starts)
 
 
+class StreamingResidency:
+    """`DispatchResidency` for a plan of ld.global lines that no two (CTA, position) share (a
+    streaming kernel: vector add, copy): every read is a first touch, so every CTA's vector is
+    all misses with fetch share 1, which is what the per-tile walk gives for such a plan, with no
+    per-CTA arrays (a 2^30-element stream has ~10^8 positions). Applies to affine plans over a 1-D
+    grid whose tiles are all ld.global lines moving by the same d lines per CTA; no two positions
+    j, k of CTA 0 may differ by a multiple of d smaller than d x CTAs (`applies`)."""
+
+    def __init__(self, plan: TilePlan, residency, num_ctas: int, slots: int):
+        self.plan, self.residency, self.num_ctas, self.slots = plan, residency, num_ctas, slots
+        flat = [(co[0], nb) for row in plan.base for _h, co, nb in row]
+        self.starts = [0]
+        for row in plan.base:
+            self.starts.append(self.starts[-1] + len(row))
+        self.d = plan.deltas[0][0][0][0] if flat else 0
+        self.positions = len(flat)
+        self.bytes = sum(nb for _l, nb in flat)
+        self.hits = CtaHits(np.zeros(len(flat), dtype=bool), np.ones(len(flat)), self.starts)
+
+    @staticmethod
+    def applies(plan: TilePlan, num_ctas: int) -> bool:
+        if plan.mode != "affine" or plan.deltas[1] is not None or plan.deltas[2] is not None:
+            return False
+        rows = plan.base
+        if not any(rows) or any(h != GLINE for row in rows for h, _co, _nb in row):
+            return False
+        if plan.deltas[0] is None:  # one CTA: its own positions must be distinct
+            lines = [co[0] for row in rows for _h, co, _nb in row]
+            return len(set(lines)) == len(lines)
+        ds = {e for row in plan.deltas[0] for e in row}
+        if len(ds) != 1:
+            return False
+        d = next(iter(ds))[0]
+        if d <= 0:
+            return False
+        groups: dict = {}
+        for row in rows:
+            for _h, co, _nb in row:
+                groups.setdefault(co[0] % d, []).append(co[0] // d)
+        for qs in groups.values():
+            qs.sort()
+            if any(b - a < num_ctas for a, b in zip(qs, qs[1:])):
+                return False
+        return True
+
+    def fresh(self, residency) -> "StreamingResidency":
+        d = copy.copy(self)
+        d.residency = residency
+        return d
+
+    def tiles(self, cta: int) -> list[list]:
+        off = cta * self.d
+        return [[(h, (co[0] + off,), nb) for h, co, nb in row] for row in self.plan.base]
+
+    def classify(self, cta: int) -> CtaHits:
+        res = self.residency
+        res.misses += self.positions
+        res.miss_bytes += self.bytes
+        return self.hits
+
+
 def _dense_ids(hidx: np.ndarray, coords: np.ndarray) -> np.ndarray:
     """A dense integer id (0..tiles-1) per (CTA, position) for its (handle, coords) tile."""
     n, t, dims = coords.shape

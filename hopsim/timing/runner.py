@@ -185,7 +185,9 @@ class _Grid:
             return
         self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
         if self.tile_plan is not None:
-            self.dispatch = memo_mod.DispatchResidency(self.tile_plan, self.memory.residency, self.num_ctas, slots)
+            kind = (memo_mod.StreamingResidency if memo_mod.StreamingResidency.applies(self.tile_plan, self.num_ctas)
+                    else memo_mod.DispatchResidency)
+            self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
         if key is not None:
             cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch)
 

@@ -22,8 +22,8 @@ from isa.ir import parse
 
 FAMILIES = ("vecadd", "copy")
 THREADS = 256
-MAX_N = 1 << 27
-"""Most elements (512 MB per buffer): the simulator's per-CTA plan arrays stay under ~1 GB."""
+MAX_N = 1 << 30
+"""Most elements (4 GiB per buffer, the portfolio's largest size)."""
 REGS_PER_THREAD = 32
 """Registers per thread for occupancy (the `.reg` declarations overcount these kernels): assumed
 at most 32, what ptxas gives such element-wise kernels (8 CTAs of 256 threads per SM), until the
@@ -51,7 +51,7 @@ class MemParams:
             raise InputError("threads", self.threads, "a multiple of 32 in 32..1024")
         step = 32 * self.vec if self.grid_stride else self.vec
         if not (isinstance(self.n, int) and 0 < self.n <= MAX_N and self.n % step == 0):
-            raise InputError("n", self.n, f"elements, a positive multiple of {step} (at most 2^27 = {MAX_N})"
+            raise InputError("n", self.n, f"elements, a positive multiple of {step} (at most 2^30 = {MAX_N})"
                              + (" (grid-stride: 32 x vec, the loop branches per warp)" if self.grid_stride else ""))
         if self.ctas is not None and not (1 <= self.ctas <= 2**31 - 1):
             raise InputError("ctas", self.ctas, "1..2^31-1")

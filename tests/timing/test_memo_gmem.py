@@ -116,3 +116,36 @@ def test_functional_results_equal_numpy():
                 p = MemParams(family=family, n=3 * 256 * vec * 2, vec=vec, grid_stride=gs, ctas=2 if gs else None)
                 _res, gm, arrays = simulate_membound(p, values=True)
                 np.testing.assert_array_equal(gm.view("c", np.float32), expected(p, arrays))
+
+
+@pytest.mark.parametrize("family, vec, gs", [("vecadd", 4, False), ("copy", 1, False), ("vecadd", 4, True), ("copy", 1, True)])
+def test_streaming_residency_decides_as_the_walk(family, vec, gs):
+    """For a plan in which no two (CTA, position) share a line, the arrays-free
+    StreamingResidency gives every CTA the vector the per-tile walk (DispatchResidency) gives:
+    all misses, fetch share 1; the same tiles and the same L2 miss counts."""
+    from hopsim.timing.memo import DispatchResidency, StreamingResidency, TilePlan
+    from hopsim.timing.memory import L2Residency
+    from hopsim.functional.executor import CTAExecutor
+    ctas = 13
+    p = MemParams(family=family, n=ctas * 256 * vec * (2 if gs else 1), vec=vec, grid_stride=gs,
+                  ctas=ctas if gs else None)
+    k, lch, gm = _launch(p)
+    plan = TilePlan.build(lch, lambda c: CTAExecutor(k, lch, gm, c, values=False, checks=False))
+    assert StreamingResidency.applies(plan, ctas)
+    walk_l2, fast_l2 = L2Residency(64 << 10), L2Residency(64 << 10)
+    walk, fast = DispatchResidency(plan, walk_l2, ctas, 8), StreamingResidency(plan, fast_l2, ctas, 8)
+    for c in range(ctas):
+        a, b = walk.classify(c), fast.classify(c)
+        assert a.hit.tolist() == b.hit.tolist() and a.share.tolist() == b.share.tolist()
+        assert walk.tiles(c) == fast.tiles(c)
+    assert (walk_l2.hits, walk_l2.misses, walk_l2.miss_bytes) == (fast_l2.hits, fast_l2.misses, fast_l2.miss_bytes)
+
+
+def test_streaming_residency_refuses_shared_lines():
+    from hopsim.timing.memo import StreamingResidency, TilePlan
+    from hopsim.functional.executor import CTAExecutor
+    gm = GlobalMemory()
+    lch = Launch(grid=5, block=256, params={"a": gm.reserve("a", 4096), "c": gm.reserve("c", 4096 * 5)})
+    k = parse(SHARED_READ)
+    plan = TilePlan.build(lch, lambda c: CTAExecutor(k, lch, gm, c, values=False, checks=False))
+    assert plan is not None and not StreamingResidency.applies(plan, 5)
