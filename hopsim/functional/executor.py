@@ -32,7 +32,7 @@ from hopsim.functional.errors import (
 from hopsim.functional.gmem import GlobalMemory
 from hopsim.functional.mbarrier import MbarrierState
 from hopsim.functional.program import compile_kernel
-from hopsim.functional.regs import WARP, RegisterFile
+from hopsim.functional.regs import WARP, RegisterFile, RegisterPool
 from hopsim.functional.smem import SharedMemory
 
 __all__ = ["Launch", "CTAExecutor", "Effect", "Kind", "WgmmaInfo"]
@@ -50,12 +50,16 @@ class Launch:
     """A kernel launch: grid and block shape (x fastest), dynamic shared bytes, parameter values.
 
     `params` maps each `.param` name to its value: an int (pointer = a `GlobalMemory` address, or a
-    tensor-map handle from `GlobalMemory.register_tensor_map`) or a float."""
+    tensor-map handle from `GlobalMemory.register_tensor_map`) or a float. `regs_per_thread`: the
+    registers each thread gets at launch (nvcc's count / __launch_bounds__); when given, the
+    warpgroups' setmaxnreg are checked against the CTA's register pool (ops_sync.py); None: not
+    accounted."""
 
     grid: tuple = (1, 1, 1)
     block: tuple = (128, 1, 1)
     dynamic_smem: int = 0
     params: Mapping[str, int | float] = field(default_factory=dict)
+    regs_per_thread: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "grid", _dim3(self.grid))
@@ -171,6 +175,7 @@ class CTAExecutor:
         self.mbar: dict[int, MbarrierState] = {}
         self.bars: dict[int, list] = {}     # id -> [arrived_threads, generation, warps]
         self.bulk: dict[int, dict] = {}     # warp -> {"uncommitted": [], "groups": [], "committed", "completed"}
+        self.regs = RegisterPool.of(launch.regs_per_thread, -(-launch.num_warps // 4))
         self.cpasync: dict[int, dict] = {}  # warp -> cp.async groups, the same fields (ops_cpasync.py)
         nregs = self.bits.shape[0]
         self.warps = []
@@ -282,6 +287,8 @@ class CTAExecutor:
         if kind == "cpasync":
             st = self.cpasync.get(key[1])
             return st is not None and st["completed"] > key[2]
+        if kind == "regs":
+            return self.regs is not None and self.regs.released > key[1]
         raise ValueError(f"unknown event key {key!r}")
 
     # ------------------------------------------------------------------------- issue
@@ -398,6 +405,8 @@ class CTAExecutor:
             return f"bulk-async group {key[2]} of warp {key[1]}"
         if k == "cpasync":
             return f"cp.async group {key[2]} of warp {key[1]}"
+        if k == "regs":
+            return f"setmaxnreg.inc of warpgroup {key[2]}: {self.regs.describe()}"
         return repr(key)
 
     def deadlock_error(self, detail: str = "every live warp is blocked and nothing can wake one") -> Deadlock:

@@ -382,7 +382,27 @@ def _setmaxnreg(ins, ctx):
     count, action = int(ins.count), ins.action
 
     def body(ex, g, ws, mask):
-        return Effect(kind=Kind.SETMAXNREG, warp=ws.w, lanes=128, extra={"count": count, "action": action})
+        pool = ex.regs
+        fired: tuple = ()
+        if pool is not None:
+            cur = pool.per_wg[g.g]
+            if (count < cur) if action == "inc" else (count > cur):
+                raise IllegalInstruction(
+                    f"setmaxnreg.{action} to {count} registers but warpgroup {g.g} holds {cur}: .inc must not lower "
+                    f"and .dec must not raise the count (PTX ISA, setmaxnreg)")
+            if action == "inc" and count - cur > pool.free:
+                key = ("regs", pool.released, g.g)   # retried (re-executed) after the next .dec
+                for w in range(4 * g.g, 4 * g.g + 4):
+                    ex.warps[w].block = (key, Kind.SETMAXNREG, False, None)
+                return Effect(kind=Kind.SETMAXNREG, warp=ws.w, lanes=128, blocked_on=key,
+                              extra={"count": count, "action": action})
+            pool.per_wg[g.g] = count
+            if action == "dec":
+                pool.released += 1
+                fired = (("regs", pool.released - 1, wg) for wg in range(len(pool.per_wg)))
+                fired = tuple(fired)
+        return Effect(kind=Kind.SETMAXNREG, warp=ws.w, lanes=128, fired=fired,
+                      extra={"count": count, "action": action})
     return collective(Kind.SETMAXNREG, body)
 
 

@@ -139,3 +139,31 @@ class RegisterFile:
 
     def write_rows(self, rows: np.ndarray, bits: np.ndarray, lanes: slice) -> None:
         self.bits[rows, lanes] = bits
+
+
+@dataclass
+class RegisterPool:
+    """The CTA's registers under setmaxnreg (PTX ISA, setmaxnreg): the launch gives every thread
+    `launch_regs`, so the CTA holds launch_regs * 128 per warpgroup; `.dec` gives a warpgroup's
+    surplus back to the pool, `.inc` takes from it (and waits until enough has been given back).
+    Occupancy is fixed at launch by launch_regs (timing/occupancy.py); setmaxnreg only moves
+    registers between the CTA's warpgroups. `released` counts .dec events (the wake-up key)."""
+
+    launch_regs: int
+    per_wg: list
+    released: int = 0
+
+    @classmethod
+    def of(cls, launch_regs, warpgroups: int):
+        if launch_regs is None:
+            return None
+        return cls(int(launch_regs), [int(launch_regs)] * warpgroups)
+
+    @property
+    def free(self) -> int:
+        """Registers per thread-slot of a warpgroup (x128 registers) not held by any warpgroup."""
+        return self.launch_regs * len(self.per_wg) - sum(self.per_wg)
+
+    def describe(self) -> str:
+        return (f"warpgroups hold {self.per_wg} registers per thread of the {self.launch_regs} x "
+                f"{len(self.per_wg)} the CTA was launched with ({self.free} x 128 free)")

@@ -10,6 +10,12 @@ Registers are allocated per warp in granules of `reg_alloc_unit` (256 = 8 per th
 regs_per_warp = ceil(regs_per_thread * 32 / 256) * 256, and warps_fitting_in_regs =
 regs_per_sm // regs_per_warp. (The hardware also rounds per-warp-scheduler; not modelled.)
 Shared memory counts the per-CTA system reservation (1 KB on cc 9.0, [CPG-CC90]).
+
+setmaxnreg does not change occupancy: regs_per_thread is the launch's count, which fixes the CTA's
+register allocation; setmaxnreg.dec/.inc only move registers between the CTA's warpgroups inside
+that allocation (checked functionally: hopsim/functional/regs.py RegisterPool, Launch.regs_per_thread).
+A warp-specialised kernel (FA3: producer 40, two consumers 232) therefore computes its occupancy
+from the launch count (168 = (40 + 2 * 232) / 3), not from the per-warpgroup counts.
 """
 
 from __future__ import annotations
