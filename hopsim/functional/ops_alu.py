@@ -569,7 +569,7 @@ def _rcp(ins, ctx):
     return _approx_f32(ins, ctx, lambda a: np.float32(1) / a)
 
 
-@semantics(I.FenceProxyAsync, I.FenceMbarrierInit)
+@semantics(I.FenceProxyAsync, I.FenceMbarrierInit, I.Fence, I.Membar, I.FenceProxyTensormap)
 def _fence(ins, ctx):
     return lambda ex, ws, mask: None
 

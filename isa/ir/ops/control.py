@@ -1,12 +1,12 @@
 """Warp control, barriers and fences: elect.sync, bar.sync, bar.arrive, bra, exit, setmaxnreg, fence.proxy.async,
-fence.mbarrier_init."""
+fence.mbarrier_init, fence{.sem}.scope, membar, fence.proxy.tensormap::generic."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from isa.ir.operands import Imm, Label, Reg, Sym
+from isa.ir.operands import Imm, Label, Mem, Reg, Sym
 from isa.ir.ops.base import (
     INT_CONST, REG, VAL, Instruction, Kind, Opnd, Slot, _fail, _is, _one_of, int_field, is_int,
 )
@@ -217,3 +217,66 @@ class FenceMbarrierInit(Instruction):
     timing_class: ClassVar[str] = Kind.ALU
     modifiers: ClassVar = (Slot(None, ("release",)), Slot(None, ("cluster",)))
     examples: ClassVar = ("fence.mbarrier_init.release.cluster;",)
+
+
+@dataclass(frozen=True)
+class Fence(Instruction):
+    """`fence{.sem}.scope;` sem .sc|.acq_rel (default .acq_rel), scope .cta|.cluster|.gpu|.sys, and
+    the legacy `membar.{cta,gl,sys}` (class Membar): memory ordering of the generic proxy. The
+    functional model is sequentially consistent, so it is a no-op there. Timing class ALU (issued
+    like a register op, no modelled drain); its cost comes later from microbenchmarks."""
+
+    mnemonic: ClassVar[str] = "fence"
+    timing_class: ClassVar[str] = Kind.ALU
+    rule: ClassVar[str] = "PTX ISA, membar/fence: fence{.sc,.acq_rel}.{cta,cluster,gpu,sys}"
+    modifiers: ClassVar = (Slot("sem", ("sc", "acq_rel"), optional=True),
+                           Slot("scope", ("cta", "cluster", "gpu", "sys"), what="scope", checked=True))
+    examples: ClassVar = ("fence.acq_rel.gpu;", "fence.sc.cta;", "fence.sys;")
+    scope: str
+    sem: str | None = None
+
+
+@dataclass(frozen=True)
+class Membar(Instruction):
+    """`membar.{cta,gl,sys};` (= fence.sc.{cta,gpu,sys}); a no-op functionally, timing class ALU."""
+
+    mnemonic: ClassVar[str] = "membar"
+    timing_class: ClassVar[str] = Kind.ALU
+    rule: ClassVar[str] = "PTX ISA, membar: membar.{cta,gl,sys}"
+    modifiers: ClassVar = (Slot("level", ("cta", "gl", "sys"), what="level", checked=True),)
+    examples: ClassVar = ("membar.gl;", "membar.cta;")
+    level: str
+
+
+@dataclass(frozen=True)
+class FenceProxyTensormap(Instruction):
+    """`fence.proxy.tensormap::generic.release.scope;` and
+    `fence.proxy.tensormap::generic.acquire.scope [a], 128;` order generic-proxy writes of a tensor
+    map in global memory with its use by TMA (PTX ISA, sm_90). Tensor maps are host objects in
+    hopsim, so it is a no-op functionally; timing class ALU (cost from microbenchmarks later)."""
+
+    mnemonic: ClassVar[str] = "fence.proxy.tensormap::generic"
+    timing_class: ClassVar[str] = Kind.ALU
+    rule: ClassVar[str] = ("PTX ISA, fence.proxy.tensormap::generic: .release.scope; or .acquire.scope [a], 128; "
+                           "scope .cta|.cluster|.gpu|.sys")
+    modifiers: ClassVar = (Slot("sem", ("release", "acquire"), what="semantics", checked=True),
+                           Slot("scope", ("cta", "cluster", "gpu", "sys"), what="scope", checked=True))
+    operand_spec: ClassVar = (Opnd("addr", (Mem,), "a memory operand [addr]", optional=True, rt="addr64"),
+                              Opnd("size", INT_CONST, optional=True))
+    examples: ClassVar = ("fence.proxy.tensormap::generic.release.gpu;",
+                          "fence.proxy.tensormap::generic.acquire.gpu [%rd0], 128;")
+    sem: str
+    scope: str
+    addr: Mem | None = None
+    size: int | None = None
+
+    def _check(self) -> None:
+        self._check_declared()
+        if self.sem == "acquire":
+            if self.addr is None or int_field(self, "size") != 128:
+                _fail(self, ".acquire takes the tensor map's address and size 128: [a], 128", self.rule)
+        elif self.addr is not None or self.size is not None:
+            _fail(self, ".release takes no operands", self.rule)
+
+    def typed_registers(self) -> list:
+        return [(self.addr.base, "addr64")] if self.addr is not None else []
