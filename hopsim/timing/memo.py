@@ -93,6 +93,7 @@ class TilePlan:
         self.coords_of = coords_of
         self.mode = mode
         self.make_executor = make_executor
+        self.cut = None  # truncated plan: (first CTA with the short rows, short row lengths per warp)
         self.first = {}  # (w, handle) -> CTA 0's first coords
         for w, row in enumerate(base):
             for h, co, _ in row:
@@ -112,7 +113,18 @@ class TilePlan:
                     off[(w, k[0])] = tuple(a - b for a, b in zip(k[1], self.first[(w, k[0])]))
         return off
 
+    def lengths(self, cta: int) -> list[int] | None:
+        """Positions per warp of CTA `cta` in a truncated plan (None: all of the base rows)."""
+        if self.cut is None or cta < self.cut[0]:
+            return None
+        return self.cut[1]
+
     def tiles(self, cta: int) -> list[list]:
+        got = self._tiles(cta)
+        cut = self.lengths(cta)
+        return got if cut is None else [row[:k] for row, k in zip(got, cut)]
+
+    def _tiles(self, cta: int) -> list[list]:
         if self.mode == "translate":
             off = self._offsets(cta) if cta else {}
             return [[(h, tuple(a + b for a, b in zip(co, off.get((w, h), (0,) * len(co)))), nb)
@@ -212,12 +224,51 @@ class TilePlan:
         checks = sorted({n - 1, n // 2 + 1 if n > 2 else n - 1})
         plan = cls._affine(base, grid, linear, keys, coords_of)
         # affine: checked on the last CTA here, and on every CTA simulated in detail (runner.py)
-        if plan is not None and keys(n - 1) == plan.tiles(n - 1):
-            return plan
+        if plan is not None:
+            last = keys(n - 1)
+            if last == plan.tiles(n - 1):
+                return plan
+            if plan._truncate(last, n, keys):
+                return plan
         plan = cls(base, [None, None, None], coords_of, "translate", make_executor)
         if all(keys(c) == plan.tiles(c) for c in sorted({1, *checks}) if c < n):
             return plan
         return None
+
+    def _truncate(self, last, n: int, keys) -> bool:
+        """A grid-stride loop over a size that is not a multiple of the grid: the later CTAs run
+        one trip fewer, so their rows are prefixes of the affine rows. When the last CTA's rows
+        are such prefixes (1-D grid), find by bisection the first CTA with the short rows (the
+        row lengths must step once, from CTA 0's to the last's: checked on the middle CTA here
+        and on every CTA simulated in detail, runner.py)."""
+        if last is None or self.deltas[1] is not None or self.deltas[2] is not None:
+            return False
+        full = self._tiles(n - 1)
+        short = [len(r) for r in last]
+        if any(len(r) > len(f) or r != f[:len(r)] for r, f in zip(last, full)) or len(last) != len(full):
+            return False
+
+        def is_short(c):
+            got = keys(c)
+            if got is None:
+                return None
+            if [len(r) for r in got] == short:
+                return True
+            return False if [len(r) for r in got] == [len(r) for r in self.base] else None
+
+        lo, hi = 1, n - 1  # CTA 0 long, CTA n-1 short: the first short one is in (0, n-1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            s = is_short(mid)
+            if s is None:
+                return False
+            if s:
+                hi = mid
+            else:
+                lo = mid + 1
+        self.cut = (lo, short)
+        mid = n // 2
+        return keys(mid) == self.tiles(mid)
 
     @classmethod
     def _affine(cls, base, grid, linear, keys, coords_of):
@@ -509,7 +560,8 @@ class StreamingResidency:
     all misses with fetch share 1, which is what the per-tile walk gives for such a plan, with no
     per-CTA arrays (a 2^30-element stream has ~10^8 positions). Applies to affine plans over a 1-D
     grid whose tiles are all ld.global lines moving by the same d lines per CTA; no two positions
-    j, k of CTA 0 may differ by a multiple of d smaller than d x CTAs (`applies`)."""
+    j, k of CTA 0 may differ by a multiple of d smaller than d x the CTAs that read them
+    (`applies`); a truncated plan (TilePlan.cut) gives the later CTAs the short rows."""
 
     def __init__(self, plan: TilePlan, residency, num_ctas: int, slots: int):
         self.plan, self.residency, self.num_ctas, self.slots = plan, residency, num_ctas, slots
@@ -521,6 +573,15 @@ class StreamingResidency:
         self.positions = len(flat)
         self.bytes = sum(nb for _l, nb in flat)
         self.hits = CtaHits(np.zeros(len(flat), dtype=bool), np.ones(len(flat)), self.starts)
+        self.short = None
+        if plan.cut is not None:  # the CTAs from plan.cut[0] on read prefixes of the rows
+            lens = plan.cut[1]
+            starts = [0]
+            for k in lens:
+                starts.append(starts[-1] + k)
+            nb = sum(nb for row, k in zip(plan.base, lens) for _h, _co, nb in row[:k])
+            self.short = (plan.cut[0], starts[-1], nb,
+                          CtaHits(np.zeros(starts[-1], dtype=bool), np.ones(starts[-1]), starts))
 
     @staticmethod
     def applies(plan: TilePlan, num_ctas: int) -> bool:
@@ -538,13 +599,18 @@ class StreamingResidency:
         d = next(iter(ds))[0]
         if d <= 0:
             return False
+        # position j is read by CTAs 0 .. n_j - 1 (n_j = num_ctas, or the cut CTA for a position
+        # beyond a truncated row); j at line q_j*d + r and k at q_k*d + r (q_j <= q_k) meet iff
+        # q_k - q_j < n_j: checking neighbours in q order covers every pair
+        cut = plan.cut
         groups: dict = {}
-        for row in rows:
-            for _h, co, _nb in row:
-                groups.setdefault(co[0] % d, []).append(co[0] // d)
+        for w, row in enumerate(rows):
+            for i, (_h, co, _nb) in enumerate(row):
+                n_j = num_ctas if cut is None or i < cut[1][w] else cut[0]
+                groups.setdefault(co[0] % d, []).append((co[0] // d, n_j))
         for qs in groups.values():
             qs.sort()
-            if any(b - a < num_ctas for a, b in zip(qs, qs[1:])):
+            if any(b[0] - a[0] < a[1] for a, b in zip(qs, qs[1:])):
                 return False
         return True
 
@@ -555,10 +621,16 @@ class StreamingResidency:
 
     def tiles(self, cta: int) -> list[list]:
         off = cta * self.d
-        return [[(h, (co[0] + off,), nb) for h, co, nb in row] for row in self.plan.base]
+        cut = self.plan.lengths(cta)
+        rows = self.plan.base if cut is None else [row[:k] for row, k in zip(self.plan.base, cut)]
+        return [[(h, (co[0] + off,), nb) for h, co, nb in row] for row in rows]
 
     def classify(self, cta: int) -> CtaHits:
         res = self.residency
+        if self.short is not None and cta >= self.short[0]:
+            res.misses += self.short[1]
+            res.miss_bytes += self.short[2]
+            return self.short[3]
         res.misses += self.positions
         res.miss_bytes += self.bytes
         return self.hits

@@ -185,9 +185,12 @@ class _Grid:
             return
         self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
         if self.tile_plan is not None:
-            kind = (memo_mod.StreamingResidency if memo_mod.StreamingResidency.applies(self.tile_plan, self.num_ctas)
-                    else memo_mod.DispatchResidency)
-            self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
+            streaming = memo_mod.StreamingResidency.applies(self.tile_plan, self.num_ctas)
+            if self.tile_plan.cut is not None and not streaming:  # truncated rows: streaming plans only
+                self.tile_plan = None
+            else:
+                kind = memo_mod.StreamingResidency if streaming else memo_mod.DispatchResidency
+                self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
         if key is not None:
             cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch)
 

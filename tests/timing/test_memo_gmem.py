@@ -149,3 +149,25 @@ def test_streaming_residency_refuses_shared_lines():
     k = parse(SHARED_READ)
     plan = TilePlan.build(lch, lambda c: CTAExecutor(k, lch, gm, c, values=False, checks=False))
     assert plan is not None and not StreamingResidency.applies(plan, 5)
+
+
+@pytest.mark.parametrize("family, vec, extra_ctas", [("copy", 4, 5), ("vecadd", 1, 3)])
+def test_memo_equals_detailed_for_grid_stride_with_a_short_last_trip(family, vec, extra_ctas):
+    """A grid-stride loop over n that is not a multiple of the grid: the first CTAs run one trip
+    more than the others (the plan's rows truncated from a bisected CTA on, memo.TilePlan.cut);
+    memo=True still equals memo=False, and the plan found the cut where the trips change."""
+    ctas = 37
+    p = MemParams(family=family, n=(2 * ctas + extra_ctas) * 256 * vec, vec=vec, grid_stride=True, ctas=ctas)
+    runs = []
+    for memo in (True, False):
+        k, lch, gm = _launch(p)
+        runs.append(simulate(k, lch, _gpu(4, 50 << 20), values=False, gmem=gm, memory="partitioned", memo=memo,
+                             regs_per_thread=32))
+    fast, full = runs
+    assert fast.extra["memo_hits"] > 0 and fast.extra["tile_plan"], fast.extra
+    _same(fast, full)
+    from hopsim.timing.memo import TilePlan
+    from hopsim.functional.executor import CTAExecutor
+    k, lch, gm = _launch(p)
+    plan = TilePlan.build(lch, lambda c: CTAExecutor(k, lch, gm, c, values=False, checks=False))
+    assert plan.cut[0] == extra_ctas
