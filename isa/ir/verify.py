@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from isa.ir import instructions as I
 from isa.ir.operands import Imm, IRError, Mem, Reg, RegVec, SReg, Sym
+from isa.ir.uniformity import divergent_guards
 from isa.ir.program import Kernel, LabelDef
 
 __all__ = ["Diagnostic", "VerifyError", "verify", "check", "RULES"]
@@ -157,6 +158,8 @@ class _Verifier:
             self.instruction(i, x)
         self.paths()
         self.barrier_counts()
+        for i, message in divergent_guards(self.k):
+            self.add(i, "divergent-barrier", message, "warning")
         return self.diags
 
     def barrier_counts(self) -> None:

@@ -182,3 +182,22 @@ def test_round_trip_timing_classes_and_count_warning():
     (d,) = verify(k)
     assert (d.line, d.severity, d.rule) == (3, "warning", "barrier-count")
     assert "barrier 1 is given 128 threads here and 256 threads at line 2" in d.message
+
+
+def _warnings(body: str):
+    k = parse(SMALL.format(body=body))
+    return [(d.line, d.rule) for d in verify(k) if d.rule == "divergent-barrier"]
+
+
+def test_verifier_warns_on_a_lane_varying_guard_of_a_barrier_or_collective():
+    lane = "    and.b32 %r2, %r0, 31;\n    setp.lt.u32 %p0, %r2, 16;\n"
+    assert _warnings(lane + "@%p0 bar.sync 0;\n") == [(8, "divergent-barrier")]
+    assert _warnings(lane + "@%p0 wgmma.fence.sync.aligned;\n") == [(8, "divergent-barrier")]
+    assert _warnings("    mov.u32 %r2, %laneid;\n    setp.eq.u32 %p0, %r2, 0;\n@%p0 bar.arrive 1, 64;\n") == [
+        (8, "divergent-barrier")]
+    # warp-uniform guards: the warp index (tid.x >> 5), a vote, a constant comparison
+    assert _warnings("    setp.lt.u32 %p0, %r1, 2;\n@%p0 bar.sync 1, 64;\n") == []
+    assert _warnings(lane + "    vote.sync.any.pred %p1, %p0, 0xffffffff;\n@%p1 bar.sync 0;\n") == []
+    assert _warnings(lane + "@%p0 add.u32 %r3, %r3, 1;\n") == []          # not a barrier: predication is fine
+    msg = verify(parse(SMALL.format(body=lane + "@%p0 bar.sync 0;\n")))[-1].message
+    assert "bar.sync is guarded by %p0, which may differ between the lanes of a warp" in msg
