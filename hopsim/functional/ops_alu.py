@@ -443,7 +443,11 @@ def _cvt(ins, ctx):
         v = _arr(gs(ex, ws))
         return bf16_bits_to_f32(v) if s == "bf16" else v
 
-    if d == "bf16":
+    if s_float and d_float and s != d and (d == "bf16" or _width(d) < _width(s) or s == "bf16"):
+        return _cvt_narrow(ins, ctx, src_val)
+    if s_float and s == d and ins.rnd in _INT_RND and ins.rnd is not None:
+        return _cvt_round_int(ins, ctx, src_val)
+    if d == "bf16":  # from an integer or from bf16 itself
         def fn(ex, ws, mask):
             st(ex, ws, f32_to_bf16_bits(src_val(ex, ws).astype(np.float32)), mask)
         return fn
@@ -459,7 +463,8 @@ def _cvt(ins, ctx):
         return fn
     if ins.sat and d_float:
         def fn(ex, ws, mask):
-            st(ex, ws, np.clip(src_val(ex, ws).astype(ddt), 0, 1), mask)
+            v = src_val(ex, ws).astype(ddt)
+            st(ex, ws, np.where(np.isnan(v), ddt.type(0), np.clip(v, 0, 1)).astype(ddt), mask)
         return fn
 
     def fn(ex, ws, mask):
@@ -469,6 +474,33 @@ def _cvt(ins, ctx):
         ext = (lambda a, b: signed(a, sw)) if s[0] == "s" else (lambda a, b: a)
         return with_scalar(fn, [scalar_getter(ins.src, s, ctx), lambda ex, ws: 0],
                                      ctx.row(ins.dst), ext, _width(d))
+    return fn
+
+
+def _cvt_narrow(ins, ctx, src_val):
+    """Narrowing float conversions (f64 -> f32/f16/bf16, f32 -> f16/bf16, f16 <-> bf16): one rounding
+    of the exact source value by .rn/.rz/.rm/.rp (fround.narrow; widening is exact); .sat clamps to
+    [0, 1] with NaN -> +0; NaN results are the canonical NaN."""
+    fmt, mode, sat = FR.FORMATS[ins.dtype], ins.rnd or "rn", ins.sat
+    st = reg_setter(ins.dst, "b32" if ins.dtype == "f32" else "b16", ctx)
+
+    def fn(ex, ws, mask):
+        r = FR.narrow(np.asarray(src_val(ex, ws), np.float64), fmt, mode)
+        if sat:
+            r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
+        st(ex, ws, FR.to_bits(r, fmt), mask)
+    return fn
+
+
+def _cvt_round_int(ins, ctx, src_val):
+    """`cvt.rni/rzi/rmi/rpi.fN.fN`: round to an integral value in the same float type."""
+    f = _INT_RND[ins.rnd]
+    st = reg_setter(ins.dst, ins.dtype if ins.dtype != "bf16" else "b16", ctx)
+    dt = TYPES[ins.dtype][0]
+
+    def fn(ex, ws, mask):
+        v = f(np.asarray(src_val(ex, ws), np.float64))
+        st(ex, ws, f32_to_bf16_bits(v.astype(np.float32)) if ins.dtype == "bf16" else v.astype(dt), mask)
     return fn
 
 

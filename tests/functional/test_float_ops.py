@@ -275,3 +275,27 @@ def test_verifier_types_of_packed_moves():
     k = parse(".kernel k\n.reg .b32 %r<2>\n.reg .f32 %f<2>\n    mov.b32 {%f0, %f1}, %r0;\n    exit;\n")
     d = [x for x in verify(k) if x.severity == "error"]
     assert [x.line for x in d] == [4, 4] and "needs a register fitting .b16" in d[0].message
+
+
+@pytest.mark.parametrize("rnd", ["rn", "rz", "rm", "rp"])
+@pytest.mark.parametrize("d, fmt, reg", [("f16", FR.F16, "%h"), ("bf16", FR.BF16, "%g")])
+def test_cvt_narrowing_f32_rounds_once_by_mode(d, fmt, reg, rnd):
+    vals = np.array(F32_VALUES + [65520.0, 1 + 2 ** -11, 1 + 2 ** -11 + 2 ** -23, -(1 + 2 ** -8 + 2 ** -23),
+                                  3e38, -3e38, 2 ** -25, -(2 ** -134), 0.1, -0.7, 1e-9, 7e4, 1.5, 255.5], np.float32)[:32]
+    body = (f"    cvt.{rnd}.{d}.f32 {reg}0, %f1;\n    mov.b32 %r4, {{{reg}0, {reg}1}};\n"
+            f"    and.b32 %r4, %r4, 65535;\n")
+    out = _run(body, _f32bits(vals), _f32bits(vals), _f32bits(vals))
+    want = [ref_round(_exact(v), fmt, rnd) if v != 0 else float(v) for v in vals]
+    np.testing.assert_array_equal(out, FR.to_bits(np.array(want), fmt).astype(np.uint32))
+
+
+def test_cvt_f32_from_f64_and_sat_nan():
+    body = "    cvt.rz.sat.f16.f32 %h0, %f1;\n    mov.b32 %r4, {%h0, %h1};\n    and.b32 %r4, %r4, 65535;\n"
+    v = np.array([np.nan, -1.0, 0.5, 2.0] * 8, np.float32)
+    out = _run(body, _f32bits(v), _f32bits(v), _f32bits(v))
+    assert out[:4].tolist() == [0, 0, 0x3800, 0x3C00]          # NaN -> +0, clamp to [0, 1]
+    d = FR.Format("f32", 24, -126, 127)
+    x = np.array([1 + 2 ** -24 + 2 ** -60, 1 + 2 ** -24, -(1 + 2 ** -23 + 2 ** -30)])
+    for mode in ("rn", "rz", "rm", "rp"):
+        got = FR.narrow(x, FR.F32, mode)
+        assert got.tolist() == [ref_round(Fraction(float(v)), d, mode) for v in x], mode
