@@ -1,0 +1,139 @@
+"""Compare the memory-bound portfolio (vecadd, copy) with its held-out H100 records, once.
+
+    python3 -m hopsim.validate.portfolio_compare --records validation/records/h100/portfolio \
+        --out validation/reports/h100/portfolio [--jobs 2]
+
+The records (`python3 -m validation.portfolio_runs`, kernels/cuda/vecadd.cu and copy.cu) are
+measured after the model is frozen; the model's fingerprint is written in the report. Each point
+is simulated through the CLI as a user would (`hopsim simulate vecadd|copy`), at the predicted
+clock (`--clock sustained`, the real prediction) and at the record's NVML median SM clock (a
+diagnostic of the SM + memory model alone). Errors are simulated / measured - 1 of the kernel
+time (the median per launch of CUDA-graph batches, inputs rotated so nothing stays in L2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from hopsim.fingerprint import model_fingerprint
+from hopsim.validate.heldout import _err, _stats, _write_atomic
+
+VEC = {"f32": 1, "f4": 4, "f32_gs": 1, "f4_gs": 4}
+
+
+def load(records: pathlib.Path) -> list[dict]:
+    out = []
+    for path in sorted(records.glob("*.jsonl")):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SystemExit(f"hopsim: {path}:{i}: not JSON ({exc.msg})") from None
+            if rec.get("results", {}).get("ms_median") and rec.get("check", {}).get("passed", True):
+                out.append(rec)
+    return out
+
+
+def cli_args(rec: dict) -> list[str]:
+    p = rec["params"]
+    args = [p["family"], "--n", str(p["n_floats"]), "--vec", str(VEC[p["variant"]]),
+            "--threads", str(p.get("threads_per_cta", 256))]
+    if p["variant"].endswith("_gs"):
+        args += ["--grid-stride", "--ctas", str(rec["launch"]["grid"])]
+    return args
+
+
+def simulate(rec: dict, clock: str) -> dict:
+    cmd = [sys.executable, "-m", "hopsim", "simulate", *cli_args(rec), "--clock", clock, "--json",
+           "--no-progress"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit {proc.returncode}"}
+    return json.loads(proc.stdout)
+
+
+def compare_one(rec: dict) -> dict:
+    p = rec["params"]
+    hw_ms = rec["results"]["ms_median"]
+    clk = rec.get("sm_clock", {}).get("nvml_median_mhz")
+    row = {"name": p["name"], "family": p["family"], "variant": p["variant"], "n_floats": p["n_floats"],
+           "grid": rec["launch"]["grid"], "hw_ms": hw_ms, "hw_bytes_per_s": rec["results"]["bytes_per_s"],
+           "hw_clock_mhz": clk}
+    pred = simulate(rec, "sustained")
+    at_hw = simulate(rec, f"{clk:.1f}") if clk else {"error": "record has no SM clock"}
+    if "error" in pred or "error" in at_hw:
+        row["error"] = pred.get("error") or at_hw.get("error")
+        return row
+    row.update({"pred_ms": pred["time_ms"], "pred_clock_mhz": pred.get("clock_mhz"),
+                "sim_ms_at_hw_clock": at_hw["time_ms"],
+                "err_pred_clock": _err(pred["time_ms"], hw_ms),
+                "err_hw_clock": _err(at_hw["time_ms"], hw_ms)})
+    return row
+
+
+def markdown(rows: list[dict], summary: dict, fp: str, basis: str) -> str:
+    lines = ["# Held-out comparison: memory-bound portfolio (vecadd, copy) on the H100 vs the frozen model", "",
+             f"Model fingerprint: `{fp}`. {basis}", "",
+             "| set | n | MAPE | mean | worst | within 10% | within 20% |", "|---|---|---|---|---|---|---|"]
+    for key, st in summary.items():
+        if isinstance(st, dict) and st.get("n"):
+            lines.append(f"| {key} | {st['n']} | {st['mape_pct']:.1f}% | {st['mean_pct']:+.1f}% | "
+                         f"{st['worst_pct']:+.1f}% | {st['within_10pct']} | {st.get('within_20pct', '-')} |")
+    lines += ["", "| point | grid | hw ms | hw MHz | pred ms (MHz) | err (pred clk) | sim ms at hw clk | err (hw clk) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['name']} | {r['grid']} | {r['hw_ms']:.4g} | - | error: {r['error']} ||||")
+            continue
+        lines.append(f"| {r['name']} | {r['grid']} | {r['hw_ms']:.4g} | {r['hw_clock_mhz']:.0f} | "
+                     f"{r['pred_ms']:.4g} ({r['pred_clock_mhz']:.0f}) | {100 * r['err_pred_clock']:+.1f}% | "
+                     f"{r['sim_ms_at_hw_clock']:.4g} | {100 * r['err_hw_clock']:+.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def _stats20(xs):
+    st = _stats(xs)
+    if st.get("n"):
+        st["within_20pct"] = sum(abs(x) <= 0.20 for x in xs if x is not None)
+    return st
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=pathlib.Path, required=True)
+    ap.add_argument("--out", type=pathlib.Path, required=True)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--basis", default="")
+    a = ap.parse_args(argv)
+    recs = load(a.records)
+    if not recs:
+        print(f"hopsim: --records {a.records}: no portfolio records", file=sys.stderr)
+        return 2
+    a.out.mkdir(parents=True, exist_ok=True)
+    with cf.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+        rows = list(ex.map(compare_one, recs))
+    ok = [r for r in rows if "error" not in r]
+    summary = {"all, at the predicted clock": _stats20([r["err_pred_clock"] for r in ok]),
+               "all, at the measured clock (diagnostic)": _stats20([r["err_hw_clock"] for r in ok])}
+    for fam in ("vecadd", "copy"):
+        summary[f"{fam}, at the predicted clock"] = _stats20([r["err_pred_clock"] for r in ok if r["family"] == fam])
+    fp = model_fingerprint()
+    doc = {"model_fingerprint": fp, "basis": a.basis, "summary": summary, "rows": rows,
+           "n_records": len(rows), "n_simulated": len(ok)}
+    _write_atomic(a.out / "portfolio.json", json.dumps(doc, indent=1, sort_keys=True))
+    _write_atomic(a.out / "portfolio.md", markdown(rows, summary, fp, a.basis))
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
