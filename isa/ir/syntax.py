@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isa.ir.operands import Imm, IRError, Label, Mem, Reg, RegVec, SReg, Sym
+from isa.ir.operands import Guard, Imm, IRError, Label, Mem, Reg, RegVec, SReg, Sym
 
 __all__ = ["IRSyntaxError", "TensorRef", "Pair", "Sink", "SINK", "POp", "ParseCtx", "kind_name"]
 
@@ -51,7 +51,7 @@ class POp:
 
 _KIND_NAMES = {Reg: "a register", Imm: "an immediate", SReg: "a special register", Sym: "a symbol",
                Mem: "a memory operand [..]", RegVec: "a register vector {..}", TensorRef: "[tmap, {coords}]",
-               Pair: "lane|pred", Sink: "'_'", Label: "a label"}
+               Pair: "lane|pred", Sink: "'_'", Label: "a label", Guard: "a negated predicate !%p"}
 
 
 def kind_name(v) -> str:
