@@ -20,12 +20,15 @@ class ProtocolError(HopsimError):
     """A synchronisation-protocol or race violation found while executing a kernel.
 
     Fields (any may be None when it does not apply): `warp` (CTA-wide warp index), `cta`
-    (linear CTA index), `index` (instruction index in `Kernel.body`), `text` (its PTX text),
+    (linear CTA index), `index` (instruction index in `Kernel.body`), `line` (its source line when
+    the kernel was parsed from text), `text` (its PTX text),
     `barrier` (shared byte address of the mbarrier), `phase` (phase number, 0-based).
     """
 
-    def __init__(self, detail: str, *, warp=None, cta=None, index=None, text=None, barrier=None, phase=None):
+    def __init__(self, detail: str, *, warp=None, cta=None, index=None, text=None, barrier=None, phase=None,
+                 line=None):
         self.detail = detail
+        self.line = line
         self.warp = warp
         self.cta = cta
         self.index = index
@@ -39,16 +42,18 @@ class ProtocolError(HopsimError):
         if self.warp is not None:
             where.append(f"warp {self.warp}" + (f" (CTA {self.cta})" if self.cta is not None else ""))
         if self.index is not None:
-            where.append(f"at #{self.index}" + (f" `{self.text}`" if self.text else ""))
+            where.append(f"at #{self.index}" + (f" (line {self.line})" if self.line is not None else "")
+                         + (f" `{self.text}`" if self.text else ""))
         loc = " ".join(where)
         bar = ""
         if self.barrier is not None:
             bar = f" [mbarrier smem 0x{self.barrier:x}" + (f", phase {self.phase}" if self.phase is not None else "") + "]"
         return f"{type(self).__name__}: {loc + ': ' if loc else ''}{self.detail}{bar}"
 
-    def located(self, *, warp=None, cta=None, index=None, text=None, barrier=None, phase=None):
+    def located(self, *, warp=None, cta=None, index=None, text=None, barrier=None, phase=None, line=None):
         """Fill in location fields that are still None; returns self (re-formats the message)."""
-        for k, v in dict(warp=warp, cta=cta, index=index, text=text, barrier=barrier, phase=phase).items():
+        for k, v in dict(warp=warp, cta=cta, index=index, text=text, barrier=barrier, phase=phase,
+                         line=line).items():
             if getattr(self, k) is None and v is not None:
                 setattr(self, k, v)
         self.args = (self._format(),)

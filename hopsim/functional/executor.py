@@ -346,7 +346,8 @@ class CTAExecutor:
             self.issued += 1
             return eff
         except ProtocolError as e:
-            raise e.located(warp=w, cta=self.cta_linear, index=op.index, text=_text(op.instr))
+            raise e.located(warp=w, cta=self.cta_linear, index=op.index, text=_text(op.instr),
+                            line=self.kernel.line_of(op.index))
 
     def _mask(self, op, ws: WarpState) -> np.ndarray:
         g = op.guard_row
@@ -418,6 +419,7 @@ class CTAExecutor:
             barrier, phase = first[3][1], first[3][2]
         return Deadlock(f"{detail}: {lines}", waiters=ws, warp=first[0] if first else None,
                         cta=self.cta_linear, index=first[1] if first else None,
+                        line=self.kernel.line_of(first[1]) if first else None,
                         text=first[2] if first else None, barrier=barrier, phase=phase)
 
 

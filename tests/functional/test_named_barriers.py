@@ -156,6 +156,7 @@ def test_run_time_errors_are_named_never_a_hang(body, err, match):
     with pytest.raises(err, match=match) as e:
         run(SMALL.format(body=body), block=128)
     assert "warp" in str(e.value) and "#" in str(e.value)   # located: warp and instruction
+    assert "(line " in str(e.value) and e.value.line is not None and e.value.line > 5   # and its source line
 
 
 @pytest.mark.parametrize("src, msg", [
