@@ -18,7 +18,7 @@ class Kind:
     layer stamps it on each compiled op and the timing layer dispatches on it. The per-opcode
     cost inside a class is the timing layer's business."""
 
-    ALU = "alu"                 # register-only: mov/add/.../setp/selp/cvt/elect.sync/ld.param/bra
+    ALU = "alu"                 # register-only: mov/add/.../fma/setp/selp/cvt/elect.sync/shfl/vote/redux.sync/ld.param/bra/fences
     LD_SHARED = "ld_shared"
     ST_SHARED = "st_shared"
     LDMATRIX = "ldmatrix"

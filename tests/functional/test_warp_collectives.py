@@ -260,3 +260,14 @@ def test_redux_equals_python_over_enumerated_warps(op, t):
     d, _ = _run(body, a, [0] * len(a), [0] * len(a))
     for w, row in enumerate(warps):
         assert d[32 * w:32 * w + 32].tolist() == [_redux_ref(op, t, row)] * 32, (op, t, w)
+
+
+def test_partial_last_warp_with_a_prefix_mask():
+    """A 16-thread block: lanes 16..31 do not exist, so 0x0000ffff is the whole warp (the verifier
+    only warns) and 0xffffffff is accepted too (the missing lanes are ignored)."""
+    a = list(range(200, 216))
+    for mask in ("0x0000ffff", "0xffffffff"):
+        d, p = _run(f"    shfl.sync.bfly.b32 %r4|%p1, %r1, 8, 31, {mask};\n", a, [0] * 16, [0] * 16)
+        assert d.tolist() == [a[i ^ 8] for i in range(16)] and p.tolist() == [1] * 16
+    d, _ = _run("    redux.sync.max.u32 %r4, %r1, 0x0000ffff;\n    setp.eq.u32 %p1, 0, 0;\n", a, [0] * 16, [0] * 16)
+    assert d.tolist() == [215] * 16
