@@ -98,8 +98,9 @@ def status() -> str:
     be, bn = bank_counts()
     bp = bank_patterns()
     runs = " and ".join(str(n) for n in bp["runs"].values())
-    return (f"Against {s.n} recorded H100 GEMM configurations (held out: the timing config comes\n"
-            f"from microbenchmarks only) the simulated cycles have a mean absolute error of "
+    return (f"Against {s.n} recorded H100 GEMM configurations (development data: the timing config comes\n"
+            f"from microbenchmarks only, but the model's structure was shaped after these records were seen;\n"
+            f"report at model `{str(_compare().get('fingerprint', '?'))[:12]}`) the simulated cycles have a mean absolute error of "
             f"{s.mape_pct:.1f}% and a\nSpearman rank correlation of {s.spearman:.3f}; {mi} of {mn} "
             f"microbenchmark replays are within 10%; shared-memory\nbank conflicts match Nsight "
             f"Compute on {be} of {bn} recorded patterns ({bp['distinct']} distinct access patterns,\n"
@@ -216,7 +217,37 @@ def bank_count() -> str:
             f"distinct access patterns, measured in {len(bp['runs'])} ncu runs of {runs}).\n")
 
 
+def _pct(st: dict, key: str = "mape_pct") -> str:
+    return f"{st[key]:.1f}%"
+
+
+def heldout() -> str:
+    """README: the first comparison of each held-out set, as it came out (frozen model's fingerprint)."""
+    out = []
+    h = REPORT_DIR / "heldout13" / "heldout.json"
+    if h.exists():
+        d = json.loads(h.read_text())
+        s = d["summary"]
+        out.append(
+            f"Held out, issue 13 (`validation/reports/h100/heldout13/`, model `{d['model_fingerprint'][:12]}`): "
+            f"{s['n_simulated']} GEMM benchmark loops never simulated before; predicted sustained SM clock MAPE "
+            f"{_pct(s['clock'])} ({s['clock']['within_5pct']} of {s['clock']['n']} within 5%), power MAPE "
+            f"{_pct(s['power_nvml'])} ({s['power_nvml']['within_10pct']} within 10%), time at the predicted "
+            f"clock MAPE {_pct(s['time_at_predicted_clock'])} (worst {s['time_at_predicted_clock']['worst_pct']:+.0f}%), "
+            f"at the measured clock {_pct(s['time_at_measured_clock'])}.\n")
+    p = REPORT_DIR / "portfolio" / "portfolio.json"
+    if p.exists():
+        d = json.loads(p.read_text())
+        st = d["summary"]["all, at the predicted clock"]
+        out.append(
+            f"Held out, issue 15 (`validation/reports/h100/portfolio/`, model `{d['model_fingerprint'][:12]}`): "
+            f"{st['n']} memory-bound points (vecadd, copy; 1M..1G floats) time MAPE {_pct(st)}, worst "
+            f"{st['worst_pct']:+.0f}%, {st['within_10pct']} within 10%.\n")
+    return "".join(out) or "No held-out set has been compared yet.\n"
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
+    "heldout": heldout,
     "status": status, "results-table": results_table, "depth-table": depth_table,
     "bank-count": bank_count, "knob-table": knob_table,
 }
