@@ -400,8 +400,9 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
         link = memo_mod.PartitionedLink(gpu, memory.residency, n_links, label, trace=trace, jitter=jitter)
         return SM(gpu, label, link, trace=trace, jitter=jitter)
 
-    def make_run(env, sm, cta, kid):
-        return CtaRun(env, sm, executor_factory(cta), consts, trace=trace, wavefronts=wavefronts, hits=hits_of[kid])
+    def make_run(env, sm, cta, kid, ex=None):
+        return CtaRun(env, sm, ex if ex is not None else executor_factory(cta), consts, trace=trace,
+                      wavefronts=wavefronts, hits=hits_of[kid])
 
     def after_run(run, cta, replay):
         stats["detailed_ctas"] += 1
@@ -421,7 +422,7 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
                                 launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
                                 after_run=after_run, classify=classify, max_cycles=max_cycles,
-                                limit_hit=limit_hit)
+                                limit_hit=limit_hit, make_executor=None if trace else executor_factory)
     coord.end = coord.run()
     stats["sm_classes"] = len(coord.classes)
     stats["class_splits"] = coord.splits

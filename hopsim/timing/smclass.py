@@ -17,7 +17,8 @@ earliest pending exit time (ties: k-th exit of each SM in SM order), and when th
 get CTAs of different hit classes, the class splits: the subgroup holding the class's label SM
 continues in the existing environment, every other subgroup gets a new environment that re-runs
 the shared history deterministically from cycle 0 (the same CTAs, the same inputs: the same
-trajectory) up to the split and goes on with its own inputs from there. At the end every class has
+trajectory) up to the split and goes on with its own inputs from there (replaying the parent's
+record of each CTA's issue() results, replay.py, rather than executing them again). At the end every class has
 simulated its members' complete history: counters, role statistics and busy cycles are the class's
 times its member count. tests/timing/test_memo_multi.py checks cycles, bytes, roles and busy equal
 to memo=False on multi-wave grids with 2 and 3 CTAs per SM.
@@ -33,12 +34,18 @@ would be looked up at request time (`NotMemoisable`; the runner then simulates e
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 
 import simpy
 
+from hopsim.timing import replay
 from isa.errors import HopsimError
+
+
+FULL_GC_EVERY = 1000
+"""Generation-1 collections between two full ones while a grid runs (Python's default: 10)."""
 
 
 class NotMemoisable(Exception):
@@ -62,6 +69,8 @@ class _SmClass:
         self.live: set = set()
         self.last_exit = 0.0
         self.first_slots = first_slots
+        self.logged: dict = {}  # cta -> LoggedExecutor (co.make_executor given): what a split replays
+        self.sources: dict = {}  # cta -> replay._Source: what the class this one split off from recorded
         for slot in range(first_slots):
             self.env.process(self._slot(slot))
 
@@ -75,7 +84,7 @@ class _SmClass:
             if inp is None:
                 return
             cta, kid = inp
-            run = co.make_run(env, self.sm, cta, kid)
+            run = co.make_run(env, self.sm, cta, kid, self._executor(cta))
             self.live.add(run)
             yield from run.run()
             self.live.discard(run)
@@ -84,6 +93,28 @@ class _SmClass:
             self.last_exit = env.now
             if env.now > self.replay_until:
                 self.exits.append(env.now)
+
+    def _executor(self, cta: int):
+        """The executor of `cta` here: None (make_run's own) without a `make_executor`; else a
+        recorded one, replaying the parent's record when this class split off after `cta` began."""
+        make = self.co.make_executor
+        if make is None:
+            return None
+        src = self.sources.pop(cta, None)
+        if src is None:
+            ex = make(cta)
+            if not replay.recordable(ex):
+                return ex
+        rec = len(self.members) > 1  # a class of one SM never splits: nothing to record
+        lx = replay.LoggedExecutor(src.real if src is not None else ex, src, recording=rec)
+        if rec:
+            self.logged[cta] = lx
+        return lx
+
+    def stop_recording(self) -> None:
+        for lx in self.logged.values():
+            lx.stop_recording()
+        self.logged = {}
 
     def catch_up(self, t: float) -> None:
         """Re-run the shared history up to cycle t (inclusive)."""
@@ -117,7 +148,7 @@ class Coordinator:
     classify(cta) -> hit class id (called in linear CTA order)."""
 
     def __init__(self, *, num_sms: int, ctas_per_sm: int, num_ctas: int, launch_cycles: float,
-                 make_sm, make_run, after_run, classify, max_cycles=None, limit_hit=None):
+                 make_sm, make_run, after_run, classify, max_cycles=None, limit_hit=None, make_executor=None):
         if not launch_cycles > 0:
             raise NotMemoisable("cta_launch_cycles must be > 0")
         self.num_sms, self.ctas_per_sm, self.num_ctas = num_sms, ctas_per_sm, num_ctas
@@ -126,11 +157,25 @@ class Coordinator:
         self.classify = classify
         self.max_cycles = max_cycles
         self.limit_hit = limit_hit
+        self.make_executor = make_executor
         self.classes: list[_SmClass] = []
         self.splits = 0
 
     def run(self) -> float:
-        """Simulate the grid; return the cycle of the last CTA exit."""
+        """Simulate the grid; return the cycle of the last CTA exit.
+
+        The record of the classes that may still split (replay.py) is many long-lived objects;
+        Python's full collections would traverse it again and again (each one costs more as it
+        grows). While the grid runs they are made rarer (young objects are still collected as
+        usual, so the memory peak does not move); the thresholds are restored after."""
+        old = gc.get_threshold()
+        gc.set_threshold(old[0], old[1], max(old[2], FULL_GC_EVERY))
+        try:
+            return self._run()
+        finally:
+            gc.set_threshold(*old)
+
+    def _run(self) -> float:
         n_sms, num_ctas = self.num_sms, self.num_ctas
         first_wave = n_sms * self.ctas_per_sm
         kids = [self.classify(c) for c in range(min(first_wave, num_ctas))]  # linear order
@@ -180,11 +225,15 @@ class Coordinator:
                                      cls.first_slots, t)
                     self.splits += 1
                     self.classes.append(child)
+                    if self.make_executor is not None:
+                        child.sources = {cta: lx.fork() for cta, lx in cls.logged.items()}
                     child.catch_up(t)
                     tc = child.advance()
                     if tc is not None:
                         heapq.heappush(heap, (tc, seq, child))
                         seq += 1
+                if len(cls.members) == 1:
+                    cls.stop_recording()
                 tn = cls.advance()
                 if tn is not None:
                     heapq.heappush(heap, (tn, seq, cls))
