@@ -299,3 +299,16 @@ def test_cvt_f32_from_f64_and_sat_nan():
     for mode in ("rn", "rz", "rm", "rp"):
         got = FR.narrow(x, FR.F32, mode)
         assert got.tolist() == [ref_round(Fraction(float(v)), d, mode) for v in x], mode
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("mode", ["rn", "rz", "rm", "rp"])
+def test_zeros_and_non_finite_pass_through_alone_as_in_a_mix(fmt, mode):
+    """narrow/round_exact of a vector of only zeros and non-finite values (the shortcut: a
+    timing-only run converts all-zero accumulators) gives each element bit for bit what it gives
+    inside a vector that also holds finite non-zero values (the general path): the value itself."""
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 0.0, -0.0, np.inf], np.float64)
+    alone = FR.narrow(specials, FR.FORMATS[fmt], mode)
+    mixed = FR.narrow(np.concatenate([specials, [1.0 + 2.0 ** -20, -3.5e-3]]), FR.FORMATS[fmt], mode)[:8]
+    assert alone.view(np.uint64).tolist() == mixed.view(np.uint64).tolist() == specials.view(np.uint64).tolist()
+    assert FR.narrow(np.float64(-0.0), FR.FORMATS[fmt], mode).view(np.uint64) == np.float64(-0.0).view(np.uint64)
