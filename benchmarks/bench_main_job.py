@@ -20,6 +20,16 @@ process and its pool workers, resource.getrusage(RUSAGE_CHILDREN)), `wall_s` the
 and `load` the 1-minute load average when the row started. A point's target is judged on its CPU
 time (equal to its wall time on an idle core); the main job's on its wall time, with the CPU time
 divided by the 2 cores shown as the idle-machine estimate (`idle_est_s`) when the machine is busy.
+
+Measured (shared 2-core machine, load 6, CPU seconds; before = main at d265227, after = with the
+split-class replay and the zero-vector rounding shortcut, c02f243 + 0568200; same numbers simulated):
+  main_job        37.5-38.1 -> 28.8-29.1 (idle estimate 19 -> 14.5 s; target 8 s: not met)
+  clocked point   s1 11.0 -> 6.9, s2 8.6 -> 5.4, s3 9.0 -> 5.9, s4 2.5 -> 2.0, s5 2.4 -> 2.1,
+                  s6 3.0 -> 2.6, box8 s2 11.8 -> 9.3, box8 elect 5.6 -> 4.9 (target 3 s: s4-s6 only)
+What is left: a point's clock solve simulates 3-4 clocks and each simulation executes its CTAs
+functionally again (the clock changes only memory cycles, but the interleaving, and so which waits
+block and which warp completes a rendezvous, follows the timing); the tile plan's partial
+zero-time runs of every CTA cost ~0.6 s per point.
 """
 
 from __future__ import annotations
