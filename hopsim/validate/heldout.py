@@ -35,8 +35,9 @@ KNOBS = ("m", "n", "k", "dtype", "accum", "layout", "stages", "box_rows", "swizz
          "consumers", "ctas_per_sm", "epilogue", "raster", "group_m", "tma_issuer")
 
 
-def load(records: pathlib.Path) -> list[dict]:
-    """Every `gemm_sustained` record in the JSONL files of a directory, in file order."""
+def read_jsonl(records: pathlib.Path, keep) -> list[dict]:
+    """The records of every *.jsonl in a directory, in file order, for which keep(record) holds;
+    a line that is not JSON stops with one line naming the file and line."""
     out = []
     for path in sorted(records.glob("*.jsonl")):
         for i, line in enumerate(path.read_text().splitlines(), 1):
@@ -46,9 +47,14 @@ def load(records: pathlib.Path) -> list[dict]:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SystemExit(f"hopsim: {path}:{i}: not JSON ({exc.msg})") from None
-            if rec.get("kind") == "gemm_sustained" and rec.get("status", "ok") == "ok":
+            if keep(rec):
                 out.append(rec)
     return out
+
+
+def load(records: pathlib.Path) -> list[dict]:
+    """Every successful `gemm_sustained` record in the JSONL files of a directory."""
+    return read_jsonl(records, lambda r: r.get("kind") == "gemm_sustained" and r.get("status", "ok") == "ok")
 
 
 def cli_args(p: dict) -> list[str]:

@@ -22,24 +22,15 @@ import subprocess
 import sys
 
 from hopsim.fingerprint import model_fingerprint
-from hopsim.validate.heldout import _err, _stats, _write_atomic
+from hopsim.validate.heldout import _err, _stats, _write_atomic, read_jsonl
 
 VEC = {"f32": 1, "f4": 4, "f32_gs": 1, "f4_gs": 4}
 
 
 def load(records: pathlib.Path) -> list[dict]:
-    out = []
-    for path in sorted(records.glob("*.jsonl")):
-        for i, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SystemExit(f"hopsim: {path}:{i}: not JSON ({exc.msg})") from None
-            if rec.get("results", {}).get("ms_median") and rec.get("check", {}).get("passed", True):
-                out.append(rec)
-    return out
+    """Every portfolio record with a time whose result check passed."""
+    return read_jsonl(records, lambda r: bool(r.get("results", {}).get("ms_median"))
+                      and r.get("check", {}).get("passed", True))
 
 
 def cli_args(rec: dict) -> list[str]:
