@@ -186,27 +186,34 @@ def _write_atomic(path: pathlib.Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=pathlib.Path, required=True, help="directory of gemm_sustained JSONL")
+def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, extra=lambda rows: {}) -> int:
+    """The command line of a held-out comparison: load the records, compare each (a process pool),
+    write <name>.json and <name>.md atomically with the model fingerprint, print the summary."""
+    ap = argparse.ArgumentParser(description=sys.modules[compare_one.__module__].__doc__.splitlines()[0])
+    ap.add_argument("--records", type=pathlib.Path, required=True, help=f"directory of {what} JSONL")
     ap.add_argument("--out", type=pathlib.Path, required=True, help="report directory")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--basis", default="", help="one sentence on when the set was measured")
     a = ap.parse_args(argv)
     recs = load(a.records)
     if not recs:
-        print(f"hopsim: --records {a.records}: no gemm_sustained records", file=sys.stderr)
+        print(f"hopsim: --records {a.records}: no {what} records", file=sys.stderr)
         return 2
     a.out.mkdir(parents=True, exist_ok=True)
     with cf.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         rows = list(ex.map(compare_one, recs))
     fp = model_fingerprint()
     summary = summarise(rows)
-    doc = {"model_fingerprint": fp, "basis": a.basis, "summary": summary, "rows": rows}
-    _write_atomic(a.out / "heldout.json", json.dumps(doc, indent=1, sort_keys=True))
-    _write_atomic(a.out / "heldout.md", markdown(summary, rows, fp, a.basis))
+    doc = {"model_fingerprint": fp, "basis": a.basis, "summary": summary, "rows": rows, **extra(rows)}
+    _write_atomic(a.out / f"{name}.json", json.dumps(doc, indent=1, sort_keys=True))
+    _write_atomic(a.out / f"{name}.md", markdown(summary, rows, fp, a.basis))
     print(json.dumps(summary, indent=1))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, what="gemm_sustained", name="heldout", load=load, compare_one=compare_one,
+               summarise=summarise, markdown=markdown)
 
 
 if __name__ == "__main__":

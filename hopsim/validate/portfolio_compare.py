@@ -13,16 +13,12 @@ time (the median per launch of CUDA-graph batches, inputs rotated so nothing sta
 
 from __future__ import annotations
 
-import argparse
-import concurrent.futures as cf
 import json
-import os
 import pathlib
 import subprocess
 import sys
 
-from hopsim.fingerprint import model_fingerprint
-from hopsim.validate.heldout import _err, _stats, _write_atomic, read_jsonl
+from hopsim.validate.heldout import _err, _stats, read_jsonl, run
 
 VEC = {"f32": 1, "f4": 4, "f32_gs": 1, "f4_gs": 4}
 
@@ -98,32 +94,20 @@ def _stats20(xs):
     return st
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=pathlib.Path, required=True)
-    ap.add_argument("--out", type=pathlib.Path, required=True)
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--basis", default="")
-    a = ap.parse_args(argv)
-    recs = load(a.records)
-    if not recs:
-        print(f"hopsim: --records {a.records}: no portfolio records", file=sys.stderr)
-        return 2
-    a.out.mkdir(parents=True, exist_ok=True)
-    with cf.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-        rows = list(ex.map(compare_one, recs))
+def summarise(rows: list[dict]) -> dict:
     ok = [r for r in rows if "error" not in r]
     summary = {"all, at the predicted clock": _stats20([r["err_pred_clock"] for r in ok]),
                "all, at the measured clock (diagnostic)": _stats20([r["err_hw_clock"] for r in ok])}
     for fam in ("vecadd", "copy"):
         summary[f"{fam}, at the predicted clock"] = _stats20([r["err_pred_clock"] for r in ok if r["family"] == fam])
-    fp = model_fingerprint()
-    doc = {"model_fingerprint": fp, "basis": a.basis, "summary": summary, "rows": rows,
-           "n_records": len(rows), "n_simulated": len(ok)}
-    _write_atomic(a.out / "portfolio.json", json.dumps(doc, indent=1, sort_keys=True))
-    _write_atomic(a.out / "portfolio.md", markdown(rows, summary, fp, a.basis))
-    print(json.dumps(summary, indent=1))
-    return 0
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, what="portfolio", name="portfolio", load=load, compare_one=compare_one,
+               summarise=summarise, markdown=lambda summary, rows, fp, basis: markdown(rows, summary, fp, basis),
+               extra=lambda rows: {"n_records": len(rows),
+                                   "n_simulated": sum("error" not in r for r in rows)})
 
 
 if __name__ == "__main__":
