@@ -129,13 +129,11 @@ class MbarrierArriveExpectTx(_Mbar):
 
 
 @dataclass(frozen=True)
-class MbarrierExpectTx(_Mbar):
-    """`mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [a], tx_count;` raises the tx-count."""
+class _MbarTx(_Mbar):
+    """`mbarrier.{expect,complete}_tx.relaxed.cta.shared::cta.b64 [a], tx_count;`: the two tx-count
+    updates share their syntax and checks; each subclass names its opcode and timing class."""
 
-    mnemonic: ClassVar[str] = "mbarrier.expect_tx"
-    timing_class: ClassVar[str] = Kind.MBAR_EXPECT_TX
     operand_spec: ClassVar = (_ADDR, _TX)
-    examples: ClassVar = ("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bars], 4096;",)
     _suffix: ClassVar[str] = ".relaxed.cta" + _MBAR_SPACE
     _coerce_fields: ClassVar = ("tx_count",)
     addr: Mem
@@ -147,21 +145,21 @@ class MbarrierExpectTx(_Mbar):
 
 
 @dataclass(frozen=True)
-class MbarrierCompleteTx(_Mbar):
+class MbarrierExpectTx(_MbarTx):
+    """`mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [a], tx_count;` raises the tx-count."""
+
+    mnemonic: ClassVar[str] = "mbarrier.expect_tx"
+    timing_class: ClassVar[str] = Kind.MBAR_EXPECT_TX
+    examples: ClassVar = ("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bars], 4096;",)
+
+
+@dataclass(frozen=True)
+class MbarrierCompleteTx(_MbarTx):
     """`mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [a], tx_count;` lowers the tx-count."""
 
     mnemonic: ClassVar[str] = "mbarrier.complete_tx"
     timing_class: ClassVar[str] = Kind.MBAR_COMPLETE_TX
-    operand_spec: ClassVar = (_ADDR, _TX)
     examples: ClassVar = ("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [bars], %r0;",)
-    _suffix: ClassVar[str] = ".relaxed.cta" + _MBAR_SPACE
-    _coerce_fields: ClassVar = ("tx_count",)
-    addr: Mem
-    tx_count: Reg | Imm
-
-    def _check(self) -> None:
-        self._check_addr()
-        _check_tx(self, self.tx_count)
 
 
 def _check_parity(instr, parity) -> None:
