@@ -40,6 +40,7 @@ from isa.errors import HopsimError
 from validation.power.records import POWER_RECORDS_DIR, load_all
 
 WGMMA_FLOP = 2 * 64 * 256 * 16
+CHIP_SMS = 132  # H100 SXM5 SMs (the burners' full grid: one CTA per SM)
 #: The energies fitted by least squares (the voltage intercept by grid search around them).
 LINEAR_FIELDS = ("active_base_w",) + tuple(
     f"e_tensor_{v}{z}_pj_per_flop" for v in TENSOR_VARIANTS.values() for z in ("", "_zero")) + (
@@ -62,7 +63,10 @@ def _events(rec: dict) -> Events:
     p = rec["params"]
     if rec["family"] == "wgmma":
         _need("wgmma m64n256k16" in rec["event"], f"{rec['name']}: event {rec['event']!r}")
-        return Events(tensor_flops=rate * WGMMA_FLOP, variant=p["variant"], zero_data=bool(p["zero"]))
+        # a partly occupied burner (params.sms CTAs, one per SM) keeps the other SMs idle
+        frac = min(1.0, float(p["sms"]) / CHIP_SMS) if p.get("sms") else 1.0
+        return Events(tensor_flops=rate * WGMMA_FLOP, variant=p["variant"], zero_data=bool(p["zero"]),
+                      sm_fraction=frac)
     unit = p["unit"]
     by_unit = {
         "bulk_l2": Events(l2_bytes=rate),

@@ -150,11 +150,14 @@ def operands(dtype: str, zero: bool):
 
 # ----------------------------------------------------------------------------- the points
 def wgmma_point(variant: str, duty: int, zero: bool, duration_s: float, launch_s: float = 0.2,
-                groups: int = 16) -> dict:
-    """(a) the burner: variant f16f32 | bf16f32 | f16f16, duty %, zero or random operands."""
+                groups: int = 16, sms: int | None = None) -> dict:
+    """(a) the burner: variant f16f32 | bf16f32 | f16f16, duty %, zero or random operands; on
+    every SM (one CTA each), or with `sms` CTAs: a partly occupied chip (one CTA per SM: 48 KB of
+    shared memory and 256 threads, so the block scheduler spreads `sms` < SM-count CTAs over
+    distinct SMs), which separates the per-active-SM power from the per-event energies."""
     import cupy as cp  # noqa: PLC0415
 
-    n_sm = sm_count()
+    n_sm = sm_count() if sms is None else int(sms)
     smem = WGMMA_OPERAND_BYTES + 1024
     fn = kernel("power_wgmma", f"wgburn_{variant}", smem)
     src = operands("bf16" if variant.startswith("bf16") else "f16", zero)

@@ -32,6 +32,8 @@ CHILD_GRACE_S = 90.0   # a child running this much longer than its point is kill
 POINT_S = 3.0          # load per steady point: the clock settles within ~0.5 s (docs/hopper-facts.md)
 WGMMA_VARIANTS = ("f16f32", "bf16f32", "f16f16")
 DUTIES = (100, 75, 50, 25)
+#: (CTAs = SMs used, duty %) of the partly occupied burners (issue 13: the static/active split)
+PARTIAL = ((33, 100), (66, 100), (99, 100), (66, 50), (33, 50))
 FILES = {"wgmma": "wgmma.jsonl", "units": "units.jsonl", "governor": "governor.jsonl"}
 
 
@@ -47,6 +49,11 @@ def plan() -> list[dict]:
                 pts.append({"family": "wgmma", "name": f"wgmma_{v}_duty{d}_{'zero' if zero else 'random'}",
                             "seconds": POINT_S, "fn": benches.wgmma_point,
                             "kw": {"variant": v, "duty": d, "zero": zero, "duration_s": POINT_S}})
+    for sms, duty in PARTIAL:
+        pts.append({"family": "wgmma", "name": f"partial_wgmma_f16f32_duty{duty}_random_sm{sms}",
+                    "seconds": POINT_S, "fn": benches.wgmma_point,
+                    "kw": {"variant": "f16f32", "duty": duty, "zero": False, "duration_s": POINT_S,
+                           "sms": sms}})
     for unit, duty in (("bulk_l2", 100), ("bulk_l2", 50), ("hbm_read", 100), ("hbm_copy", 100),
                        ("smem_ld", 100), ("smem_st", 100), ("alu_fma", 100)):
         pts.append({"family": "units", "name": f"{unit}_duty{duty}", "seconds": POINT_S,
