@@ -40,7 +40,7 @@ CONFIGS = (
     ("ws1_s4_elect", dict(variant="ws", consumers=1, stages=4, tma_issuer="elect")),
     ("ws1_s4_box64", dict(variant="ws", consumers=1, stages=4, box_rows=64)),
     ("ws1_s4_box8", dict(variant="ws", consumers=1, stages=4, box_rows=8)),
-    ("ws2_s4_128x256", dict(variant="ws", consumers=2, stages=4, bn=256)),
+    ("ws2_s4_128x256_stmatrix", dict(variant="ws", consumers=2, stages=4, bn=256, epilogue="stmatrix")),
     ("ws2_s4_128x256_direct", dict(variant="ws", consumers=2, stages=4, bn=256, epilogue="direct")),
     ("ws1_s4_bf16", dict(variant="ws", consumers=1, stages=4, dtype="bf16")),
     ("ws1_s4_f16acc", dict(variant="ws", consumers=1, stages=4, accum="f16")),
