@@ -17,10 +17,13 @@ printed last. Sweeps:
               points, a swizzle sweep and a layout sweep.
   heldout13   issue 13's held-out set (validation/heldout13.py: 48 seeded configurations), timed
               in sustained mode only; never simulate it while developing the power model.
+  heldout14   issue 14's held-out set (validation/heldout14.py: 18 seeded one-dimensional sweeps
+              + 14 single points, 88 configurations), sustained mode only (2 s, steady 1 s), no
+              cuBLAS loops; records carry their sweep (heldout_sweep, sweep_dim, sweep_value).
 
-Sustained mode (--sustain-s S, always for heldout13): each configuration runs back to back for S
-seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and the 6 largest
-distinct shapes also get a sustained cuBLAS loop. Records (kind gemm_sustained) go to one JSONL,
+Sustained mode (--sustain-s S, always for heldout13/14): each configuration runs back to back for S
+seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and (except heldout14)
+the 6 largest distinct shapes also get a sustained cuBLAS loop. Records (kind gemm_sustained) go to one JSONL,
 the raw NVML samples to another (few files come back from the GPU machine); `--split FILE --out
 DIR` writes the JSONL's records as one file each.
 Code here runs on the GPU machine: no simpy/pydantic; cupy only inside functions.
@@ -29,6 +32,7 @@ Code here runs on the GPU machine: no simpy/pydantic; cupy only inside functions
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import pathlib
@@ -40,7 +44,7 @@ import traceback
 
 from isa.errors import InputError
 from kernels.params import GemmParams
-from validation import harness, heldout13
+from validation import harness, heldout13, heldout14
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import (append_jsonl, device_provenance, record_dict, split_jsonl,
                                    write_record)
@@ -156,11 +160,17 @@ def sweep_elect() -> list[GemmParams]:
 
 
 SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation,
-          "shapes": sweep_shapes, "elect": sweep_elect, heldout13.SWEEP_NAME: heldout13.sweep}
-#: sweeps that run only in sustained mode -> their default --sustain-s (s)
-SUSTAINED_ONLY = {heldout13.SWEEP_NAME: 3.0}
-#: record fields of a sweep's records beyond the common ones (the held-out marker)
-SWEEP_FIELDS = {heldout13.SWEEP_NAME: {"heldout": heldout13.HELDOUT_TAG}}
+          "shapes": sweep_shapes, "elect": sweep_elect, heldout13.SWEEP_NAME: heldout13.sweep,
+          heldout14.SWEEP_NAME: heldout14.sweep}
+#: sweeps that run only in sustained mode -> their default (--sustain-s, --steady-s) (s)
+SUSTAINED_ONLY = {heldout13.SWEEP_NAME: (3.0, 1.5),
+                  heldout14.SWEEP_NAME: (heldout14.SUSTAIN_S, heldout14.STEADY_S)}
+DEFAULT_STEADY_S = 1.5
+#: record fields of a sweep's records beyond the common ones (the held-out marker, the sweep)
+SWEEP_FIELDS = {heldout13.SWEEP_NAME: lambda p: {"heldout": heldout13.HELDOUT_TAG},
+                heldout14.SWEEP_NAME: heldout14.record_fields}
+#: which configurations of a sustained sweep also get a cuBLAS loop (default: heldout13's rule)
+CUBLAS_PICKS = {heldout14.SWEEP_NAME: lambda params: set()}
 SUSTAINED_KIND = "gemm_sustained"
 
 
@@ -187,7 +197,8 @@ def _fmt(x, f="{:.3f}"):
 
 def base_record(name: str, p: GemmParams) -> dict:
     """The fields every GEMM record of sweep `name` starts with."""
-    return {"sweep": name, **SWEEP_FIELDS.get(name, {}), "params": p.to_dict(), "tag": p.tag,
+    fields = SWEEP_FIELDS[name](p) if name in SWEEP_FIELDS else {}
+    return {"sweep": name, **fields, "params": p.to_dict(), "tag": p.tag,
             "cuda_defines": p.cuda_defines(), "dynamic_smem_bytes": p.dynamic_smem_bytes,
             "threads": p.threads, "grid": p.grid, "boxes_per_stage": p.boxes_per_stage,
             "stage_bytes": p.stage_bytes, "flops": p.flops}
@@ -311,7 +322,7 @@ def run_sustained_sweep(name: str, out_dir: pathlib.Path, sustain_s: float, stea
     <out>/gemm_sustained_<name>.jsonl, raw NVML samples to <out>/samples_<name>.jsonl, a
     summary to <out>/summary_<name>.json. Returns 0 when every configuration was ok."""
     params = SWEEPS[name]()[:only] if only else SWEEPS[name]()
-    picks = heldout13.cublas_picks(params)
+    picks = CUBLAS_PICKS.get(name, heldout13.cublas_picks)(params)
     out_dir.mkdir(parents=True, exist_ok=True)
     rec_path, smp_path = out_dir / f"{SUSTAINED_KIND}_{name}.jsonl", out_dir / f"samples_{name}.jsonl"
     for f in (rec_path, smp_path):
@@ -400,11 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compile-only", action="store_true", help="compile (fill the cubin cache) and exit")
     ap.add_argument("--only", type=int, help="run only the first N configurations")
     ap.add_argument("--budget", type=float, help="seconds: stop starting configurations after this")
+    defaults = "; ".join(f"{k}: {v[0]:g} s" for k, v in SUSTAINED_ONLY.items())
     ap.add_argument("--sustain-s", type=float,
                     help="sustained mode: run each configuration back to back for this many seconds "
-                         f"(default for {', '.join(SUSTAINED_ONLY)}: {', '.join(map(str, SUSTAINED_ONLY.values()))})")
-    ap.add_argument("--steady-s", type=float, default=1.5,
-                    help="sustained mode: statistics over the last this many seconds (default 1.5)")
+                         f"(default {defaults})")
+    steady = "; ".join(f"{k}: {v[1]:g}" for k, v in SUSTAINED_ONLY.items())
+    ap.add_argument("--steady-s", type=float,
+                    help="sustained mode: statistics over the last this many seconds "
+                         f"(default {DEFAULT_STEADY_S:g}; {steady})")
     ap.add_argument("--split", type=pathlib.Path, metavar="JSONL",
                     help="write each record of a sustained run's JSONL as its own file under --out, exit")
     args = ap.parse_args(argv)
@@ -413,8 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.sweep is None:
         print(f"error: --sweep is required (one of {', '.join(sorted(SWEEPS))})", file=sys.stderr)
         return 2
-    sustain = args.sustain_s if args.sustain_s is not None else SUSTAINED_ONLY.get(args.sweep)
-    bad = _check_sustain(sustain, args.steady_s, args.budget)
+    sustain, steady = _sustain_options(args)
+    bad = _check_sustain(sustain, steady, args.budget)
     if bad:
         print(f"error: {bad}", file=sys.stderr)
         return 2
@@ -424,13 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.list:
-        picks = heldout13.cublas_picks(params) if sustain else set()
-        for i, p in enumerate(params):
-            print(p.tag, p.smem_footprint_bytes, p.boxes_per_stage, *(["cublas"] if i in picks else []))
-        print(f"{len(params)} configurations"
-              + (f"; plan about {heldout13.plan_seconds(params, sustain, len(picks)):.0f} s on 16 cores"
-                 if sustain else ""))
-        return 0
+        return _list(args.sweep, params, sustain)
     if args.compile_only:
         t0 = time.time()
         res = harness.compile_many(params)
@@ -446,8 +454,30 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if bad else 0
     out = args.out or pathlib.Path(os.environ.get("OUT", "/tmp")) / f"gemm_{args.sweep}"
     if sustain:
-        return run_sustained_sweep(args.sweep, out, sustain, args.steady_s, args.only, args.budget)
+        return run_sustained_sweep(args.sweep, out, sustain, steady, args.only, args.budget)
     return run_sweep(args.sweep, out, args.only, args.budget)
+
+
+def _sustain_options(args) -> tuple[float | None, float]:
+    """(--sustain-s, --steady-s) with the sweep's defaults filled in."""
+    sustain_d, steady_d = SUSTAINED_ONLY.get(args.sweep, (None, DEFAULT_STEADY_S))
+    sustain = args.sustain_s if args.sustain_s is not None else sustain_d
+    return sustain, args.steady_s if args.steady_s is not None else steady_d
+
+
+def _list(name: str, params: list[GemmParams], sustain: float | None) -> int:
+    """--list: one line per configuration (tag, smem, boxes/stage, its held-out sweep, cuBLAS),
+    the count and, in sustained mode, the planned wall time on the 16-core GPU machine."""
+    picks = CUBLAS_PICKS.get(name, heldout13.cublas_picks)(params) if sustain else set()
+    for i, p in enumerate(params):
+        where = base_record(name, p).get("heldout_sweep")
+        print(p.tag, p.smem_footprint_bytes, p.boxes_per_stage, *([where] if where else []),
+              *(["cublas"] if i in picks else []))
+    digest = hashlib.sha256("\n".join(p.tag for p in params).encode()).hexdigest()
+    print(f"{len(params)} configurations (sha256 of the tags {digest[:16]})"
+          + (f"; plan about {heldout13.plan_seconds(params, sustain, len(picks)):.0f} s on 16 cores"
+             if sustain else ""))
+    return 0
 
 
 def _check_sustain(sustain: float | None, steady: float, budget: float | None) -> str | None:

@@ -2,6 +2,11 @@
 
     python3 -m hopsim.validate.heldout --records validation/records/h100/heldout13 \
         --out validation/reports/h100/heldout13 [--jobs 2]
+    python3 -m hopsim.validate.heldout --set heldout14 --records DIR --out DIR [--jobs 2]
+
+`--set` picks the held-out set (default heldout13: heldout.json / heldout.md, issue 13's table;
+heldout14: compare.json / report.md with issue 14's sweep metrics and targets,
+hopsim/validate/heldout14_report.py). Records of another set are refused with heldout14.
 
 A held-out set is measured on the H100 after the model is frozen (its fingerprint is written in
 the report) and compared once; the first comparison is published as it came out. Each record
@@ -22,7 +27,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import json
-import math
 import os
 import pathlib
 import subprocess
@@ -30,6 +34,10 @@ import sys
 import tempfile
 
 from hopsim.fingerprint import model_fingerprint
+from isa.errors import InputError
+from hopsim.validate import heldout14_report
+from hopsim.validate.heldout_metrics import err as _err
+from hopsim.validate.heldout_metrics import stats as _stats
 
 KNOBS = ("m", "n", "k", "dtype", "accum", "layout", "stages", "box_rows", "swizzle", "variant",
          "consumers", "ctas_per_sm", "epilogue", "raster", "group_m", "tma_issuer")
@@ -77,12 +85,6 @@ def simulate(p: dict, clock: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def _err(sim: float | None, hw: float | None) -> float | None:
-    if sim is None or hw is None or not hw:
-        return None
-    return sim / hw - 1.0
-
-
 def compare_one(rec: dict) -> dict:
     p = rec["params"]
     meas_mhz = rec["sm_clock_mhz_tw"]
@@ -109,17 +111,6 @@ def compare_one(rec: dict) -> dict:
         "err_time_hw_clock": _err(at_meas["time_ms"], rec["time_ms"]),
     })
     return row
-
-
-def _stats(xs: list[float]) -> dict:
-    xs = [x for x in xs if x is not None and math.isfinite(x)]
-    if not xs:
-        return {"n": 0}
-    a = [abs(x) for x in xs]
-    worst = max(xs, key=abs)
-    return {"n": len(xs), "mape_pct": 100 * sum(a) / len(a), "mean_pct": 100 * sum(xs) / len(xs),
-            "worst_pct": 100 * worst, "within_5pct": sum(x <= 0.05 for x in a),
-            "within_10pct": sum(x <= 0.10 for x in a)}
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -186,16 +177,23 @@ def _write_atomic(path: pathlib.Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, extra=lambda rows: {}) -> int:
+def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, extra=lambda rows: {},
+        files: tuple[str, str] | None = None, epilog: str | None = None) -> int:
     """The command line of a held-out comparison: load the records, compare each (a process pool),
-    write <name>.json and <name>.md atomically with the model fingerprint, print the summary."""
-    ap = argparse.ArgumentParser(description=sys.modules[compare_one.__module__].__doc__.splitlines()[0])
+    write <name>.json and <name>.md (or `files`: json, md) atomically with the model fingerprint,
+    print the summary."""
+    ap = argparse.ArgumentParser(description=sys.modules[compare_one.__module__].__doc__.splitlines()[0],
+                                 epilog=epilog)
     ap.add_argument("--records", type=pathlib.Path, required=True, help=f"directory of {what} JSONL")
     ap.add_argument("--out", type=pathlib.Path, required=True, help="report directory")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--basis", default="", help="one sentence on when the set was measured")
     a = ap.parse_args(argv)
-    recs = load(a.records)
+    try:
+        recs = load(a.records)
+    except InputError as exc:
+        print(f"hopsim: {exc}", file=sys.stderr)
+        return 2
     if not recs:
         print(f"hopsim: --records {a.records}: no {what} records", file=sys.stderr)
         return 2
@@ -205,15 +203,42 @@ def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, e
     fp = model_fingerprint()
     summary = summarise(rows)
     doc = {"model_fingerprint": fp, "basis": a.basis, "summary": summary, "rows": rows, **extra(rows)}
-    _write_atomic(a.out / f"{name}.json", json.dumps(doc, indent=1, sort_keys=True))
-    _write_atomic(a.out / f"{name}.md", markdown(summary, rows, fp, a.basis))
+    json_name, md_name = files or (f"{name}.json", f"{name}.md")
+    _write_atomic(a.out / json_name, json.dumps(doc, indent=1, sort_keys=True))
+    _write_atomic(a.out / md_name, markdown(summary, rows, fp, a.basis))
     print(json.dumps(summary, indent=1))
     return 0
 
 
+#: --set -> how that set is loaded, summarised and written (compare_one is the same for both)
+SETS = {
+    "heldout13": dict(name="heldout", load=load, summarise=summarise, markdown=markdown),
+    "heldout14": dict(name="heldout14", load=lambda d: heldout14_report.only_members(load(d)),
+                      summarise=heldout14_report.summarise, markdown=heldout14_report.markdown,
+                      files=("compare.json", "report.md")),
+}
+
+
+def _pick_set(argv: list[str]) -> tuple[str, list[str]]:
+    """(--set's value, the other arguments); default heldout13."""
+    rest, chosen, i = [], "heldout13", 0
+    while i < len(argv):
+        if argv[i] == "--set" and i + 1 < len(argv):
+            chosen, i = argv[i + 1], i + 2
+        elif argv[i].startswith("--set="):
+            chosen, i = argv[i].split("=", 1)[1], i + 1
+        else:
+            rest, i = rest + [argv[i]], i + 1
+    return chosen, rest
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run(argv, what="gemm_sustained", name="heldout", load=load, compare_one=compare_one,
-               summarise=summarise, markdown=markdown)
+    chosen, rest = _pick_set(list(sys.argv[1:] if argv is None else argv))
+    if chosen not in SETS:
+        print(f"hopsim: --set {chosen}: unknown held-out set; valid: {', '.join(SETS)}", file=sys.stderr)
+        return 2
+    return run(rest, what="gemm_sustained", compare_one=compare_one, **SETS[chosen],
+               epilog=f"--set {{{','.join(SETS)}}}: the held-out set (default heldout13)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,236 @@
+"""Issue 14's held-out comparison: the summary, the fixed targets and report.md of `--set heldout14`.
+
+    python3 -m hopsim.validate.heldout --set heldout14 --records DIR --out DIR [--jobs 2]
+
+The set (validation/heldout14.py: 18 one-dimensional sweeps + 14 single points) is measured on
+the H100 as benchmark loops after the model is frozen, and compared once; compare.json and
+report.md keep the model fingerprint (`hopsim config show`'s). Each record is simulated twice by
+`heldout.compare_one`: at the predicted clock (`--clock sustained`, the real prediction) and at
+the record's measured time-weighted clock (the SM model alone). Both bases get every metric:
+time MAPE / worst / within 10%; per sweep the best-configuration agreement, the curve's shape and
+points within 10%, Spearman; plus the predicted clock and power against the measured ones.
+The targets are the issues' numbers, written here as constants (never derived from a report).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from hopsim.validate.heldout_metrics import (SweepFit, Target, failed_row, judge, stats,
+                                             sweep_summary)
+from isa.errors import InputError
+from validation import heldout14
+
+#: (basis key, row field of the simulated time, words)
+BASES = (("predicted_clock", "pred_time_ms", "at the predicted clock"),
+         ("measured_clock", "sim_time_ms_at_hw_clock", "at the measured clock (SM model alone)"))
+
+#: Issue 14's and issue 13's targets on a fresh held-out set (fixed; see the issues' Targets).
+TARGETS = (
+    Target(14, "time MAPE at the measured clock", "time_mape_pct_measured_clock", "<=", 6.0),
+    Target(14, "worst time error (magnitude) at the measured clock", "time_worst_abs_pct_measured_clock", "<=", 15.0),
+    Target(14, "best-configuration agreement, sweeps at the predicted clock",
+           "best_agrees_pct_predicted_clock", ">=", 90.0),
+    Target(14, "best-configuration agreement, sweeps at the measured clock",
+           "best_agrees_pct_measured_clock", ">=", 90.0),
+    Target(14, "time MAPE at the predicted clock (also issue 13's)", "time_mape_pct_predicted_clock", "<=", 8.0),
+    Target(13, "predicted SM clock within 5% of the measured time-weighted clock (share of records)",
+           "clock_within_5pct_share", ">=", 100.0),
+    Target(13, "predicted power within 10% of the NVML averaged reading (share of records)",
+           "power_within_10pct_share", ">=", 100.0),
+)
+
+
+def only_members(recs: list[dict]) -> list[dict]:
+    """The records, all of which must belong to the set; InputError names the first that does
+    not (a wrong --records directory, or a device that drew another set)."""
+    members = heldout14.membership()
+    for r in recs:
+        if r.get("tag") not in members:
+            raise InputError("record", r.get("tag"), "a configuration of the heldout14 set "
+                             "(validation/heldout14.py); is --records the heldout14 run?")
+    return recs
+
+
+def _sweep_rows(rows_by_tag: dict, sweeps: Sequence, field: str) -> tuple[list[dict], list[str]]:
+    """Per sweep (with >= 2 measured points) its fit on the simulated-time `field`; and the
+    names of the sweeps not evaluated (fewer than 2 points measured)."""
+    out, skipped = [], []
+    for s in sweeps:
+        pts = [(lab, rows_by_tag[p.tag]) for p, lab in zip(s.points, s.labels) if p.tag in rows_by_tag]
+        if len(pts) < 2:
+            skipped.append(s.name)
+            continue
+        labels = tuple(lab for lab, _ in pts)
+        bad = [r for _, r in pts if "error" in r or r.get(field) is None]
+        if bad:
+            out.append(failed_row(s.name, s.dim, labels, f"{bad[0]['tag']}: {bad[0].get('error', 'no time')}"))
+            continue
+        out.append(SweepFit(s.name, s.dim, labels, tuple(r["hw_time_ms"] for _, r in pts),
+                            tuple(r[field] for _, r in pts)).row())
+    return out, skipped
+
+
+def _share(st: dict, key: str) -> float | None:
+    return 100 * st[key] / st["n"] if st.get("n") else None
+
+
+def _flat(summary: dict) -> dict:
+    """The metrics the targets read."""
+    tm, tp = summary["time_at_measured_clock"], summary["time_at_predicted_clock"]
+    return {
+        "time_mape_pct_measured_clock": tm.get("mape_pct"),
+        "time_worst_abs_pct_measured_clock": abs(tm["worst_pct"]) if tm.get("n") else None,
+        "time_mape_pct_predicted_clock": tp.get("mape_pct"),
+        "best_agrees_pct_predicted_clock": summary["sweeps"]["predicted_clock"]["all"]["best_agrees_pct"],
+        "best_agrees_pct_measured_clock": summary["sweeps"]["measured_clock"]["all"]["best_agrees_pct"],
+        "clock_within_5pct_share": _share(summary["clock"], "within_5pct"),
+        "power_within_10pct_share": _share(summary["power_nvml"], "within_10pct"),
+    }
+
+
+def summarise(rows: list[dict], sweeps: Sequence | None = None, members: dict | None = None) -> dict:
+    """Every metric of the comparison, the sweep rows of both bases and the judged targets.
+    `sweeps`/`members` default to the set's (validation/heldout14.py); tests pass their own."""
+    sweeps = heldout14.sweeps() if sweeps is None else sweeps
+    members = heldout14.membership() if members is None else members
+    ok = [r for r in rows if "error" not in r]
+    by_tag = {r["tag"]: r for r in rows}
+    summary = {
+        "n_set": len(members), "n_records": len(rows), "n_simulated": len(ok),
+        "not_measured": sorted(t for t in members if t not in by_tag),
+        "simulation_errors": sorted(r["tag"] for r in rows if "error" in r),
+        "time_at_predicted_clock": stats([r["err_time_pred_clock"] for r in ok]),
+        "time_at_measured_clock": stats([r["err_time_hw_clock"] for r in ok]),
+        "clock": stats([r["err_clock"] for r in ok]),
+        "power_nvml": stats([r["err_power_nvml"] for r in ok]),
+        "power_counter": stats([r["err_power_counter"] for r in ok]),
+        "sweeps": {}, "sweep_rows": {}, "sweeps_not_evaluated": [],
+    }
+    for basis, field, _ in BASES:
+        srows, skipped = _sweep_rows(by_tag, sweeps, field)
+        summary["sweep_rows"][basis] = srows
+        summary["sweeps"][basis] = sweep_summary(srows)
+        summary["sweeps_not_evaluated"] = skipped
+    summary["metrics"] = _flat(summary)
+    summary["targets"] = judge(TARGETS, summary["metrics"])
+    return summary
+
+
+# ----------------------------------------------------------------------------- report.md
+def _f(x, fmt: str = "{:.1f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence]) -> list[str]:
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def _targets_section(summary: dict) -> list[str]:
+    rows = [[t["what"], t["issue"], _f(t["value"]) + t["unit"] if t["value"] is not None else "-",
+             f"{t['op']} {t['limit']:g}{t['unit']}", "met" if t["met"] else "**not met**"]
+            for t in summary["targets"]]
+    return ["## Targets (fixed, from the issues)", ""] + _table(
+        ["target", "issue", "value", "limit", "met"], rows) + [""]
+
+
+def _quantities_section(summary: dict) -> list[str]:
+    rows = []
+    for key, label in (("time_at_predicted_clock", "time at the predicted clock"),
+                       ("time_at_measured_clock", "time at the measured clock (SM model alone)"),
+                       ("clock", "SM clock, predicted vs measured time-weighted"),
+                       ("power_nvml", "power vs the NVML averaged reading"),
+                       ("power_counter", "power vs the energy counter's slope")):
+        st = summary[key]
+        if st.get("n"):
+            rows.append([label, st["n"], f"{st['mape_pct']:.1f}%", f"{st['mean_pct']:+.1f}%",
+                         f"{st['worst_pct']:+.1f}%", st["within_5pct"], st["within_10pct"]])
+    return ["## Errors per configuration", ""] + _table(
+        ["quantity", "n", "MAPE", "mean", "worst", "within 5%", "within 10%"], rows) + [""]
+
+
+def _dims_section(summary: dict) -> list[str]:
+    p, m = summary["sweeps"]["predicted_clock"], summary["sweeps"]["measured_clock"]
+    rows = []
+    for dim in ["all", *p["by_dim"]]:
+        a, b = (p["all"], m["all"]) if dim == "all" else (p["by_dim"][dim], m["by_dim"][dim])
+        rows.append([dim, a["n"], f"{a['best_agrees']} / {b['best_agrees']}",
+                     f"{a['best_same']} / {b['best_same']}", f"{a['shape_ok']} / {b['shape_ok']}",
+                     f"{a['points_ok']} / {b['points_ok']}",
+                     f"{_f(a['spearman_mean'], '{:.2f}')} / {_f(b['spearman_mean'], '{:.2f}')}"])
+    out = ["## One-dimensional sweeps (predicted clock / measured clock)", "",
+           "Best agrees: the simulated best is the hardware's best or runs within 3% of it on the "
+           "H100 (same: exactly the hardware's best). Shape: every point's time relative to its "
+           "curve's best within 10%. Points: every point's own error within 10%. Spearman: mean "
+           "over sweeps of >= 3 points.", ""]
+    out += _table(["knob", "sweeps", "best agrees", "best same", "shape within 10%",
+                   "points within 10%", "mean Spearman"], rows)
+    if summary["sweeps_not_evaluated"]:
+        out += ["", "Not evaluated (fewer than 2 points measured): "
+                + ", ".join(summary["sweeps_not_evaluated"]) + "."]
+    return out + [""]
+
+
+def _sweep_table(summary: dict) -> list[str]:
+    pred = {r["name"]: r for r in summary["sweep_rows"]["predicted_clock"]}
+    meas = {r["name"]: r for r in summary["sweep_rows"]["measured_clock"]}
+    rows = []
+    for name, a in pred.items():
+        b = meas[name]
+        if "error" in a or "error" in b:
+            rows.append([name, " / ".join(a["labels"]), "error: " + (a.get("error") or b.get("error")),
+                         "", "", "", "", ""])
+            continue
+        hmin = min(a["hw_ms"])
+        rows.append([name, " / ".join(a["labels"]), " / ".join(f"{h / hmin:.2f}" for h in a["hw_ms"]),
+                     " / ".join(f"{s / min(a['sim_ms']):.2f}" for s in a["sim_ms"]),
+                     f"{a['hw_best']} / {a['sim_best']} / {b['sim_best']}",
+                     f"{a['hw_loss_pct']:.1f}% / {b['hw_loss_pct']:.1f}%",
+                     f"{a['worst_shape_dev_pct']:+.1f}% / {b['worst_shape_dev_pct']:+.1f}%",
+                     f"{_f(a['spearman'], '{:.2f}')} / {_f(b['spearman'], '{:.2f}')}"])
+    return ["### Per sweep", "", "hw / best and sim / best: each point's time over its curve's best "
+            "(sim at the predicted clock). Best: hardware / simulated at the predicted / at the "
+            "measured clock; hw loss: the simulated best's extra time on the H100 (pred / meas).", ""] + _table(
+        ["sweep", "values", "hw / best", "sim / best (pred clk)", "best hw / sim pred / sim meas",
+         "hw loss", "worst shape dev (pred / meas)", "Spearman (pred / meas)"], rows) + [""]
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}%"
+
+
+def _config_table(rows: list[dict], members: dict) -> list[str]:
+    out = []
+    for r in rows:
+        where = members.get(r["tag"], {})
+        sweep = f"{where.get('heldout_sweep', '?')} {where.get('sweep_value') or ''}".strip()
+        if "error" in r:
+            out.append([r["tag"], sweep, f"{r['hw_time_ms']:.4g}", f"{r['hw_clock_mhz_tw']:.0f}",
+                        "-", f"error: {r['error']}", "", "", "", "", ""])
+            continue
+        out.append([r["tag"], sweep, f"{r['hw_time_ms']:.4g}", f"{r['hw_clock_mhz_tw']:.0f}",
+                    _f(r.get("hw_power_w_nvml"), "{:.0f}"), f"{r['pred_clock_mhz']:.0f}",
+                    _f(r.get("pred_power_w"), "{:.0f}"), f"{r['pred_time_ms']:.4g}", _pct(r["err_clock"]),
+                    _pct(r["err_power_nvml"]), f"{_pct(r['err_time_pred_clock'])} / {_pct(r['err_time_hw_clock'])}"])
+    return ["## Per configuration", ""] + _table(
+        ["configuration", "sweep", "hw ms", "hw MHz", "hw W", "pred MHz", "pred W", "pred ms",
+         "err clock", "err power", "err time (pred / meas clk)"], out) + [""]
+
+
+def markdown(summary: dict, rows: list[dict], fingerprint: str, basis: str,
+             members: dict | None = None) -> str:
+    members = heldout14.membership() if members is None else members
+    s = summary
+    lines = ["# Held-out comparison, issue 14: sustained GEMM loops on the H100 vs the frozen model", "",
+             f"Model fingerprint: `{fingerprint}`. {basis}".rstrip(), "",
+             f"Set: validation/heldout14.py (seed {heldout14.SEED}), {s['n_set']} configurations; "
+             f"{s['n_records']} measured, {s['n_simulated']} simulated"
+             + (f"; not measured: {len(s['not_measured'])}" if s["not_measured"] else "")
+             + (f"; simulation errors: {len(s['simulation_errors'])}" if s["simulation_errors"] else "") + ".",
+             "", "Errors are simulated / measured - 1 (> 0: the simulator is slower). 'Predicted clock': "
+             "the real prediction (`--clock sustained`); 'measured clock': the SM model alone at the "
+             "record's time-weighted clock (diagnostic).", ""]
+    lines += _targets_section(s) + _quantities_section(s) + _dims_section(s) + _sweep_table(s)
+    lines += _config_table(rows, members)
+    return "\n".join(lines)
