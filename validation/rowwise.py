@@ -1,0 +1,68 @@
+"""The row-wise portfolio's points (issue 15 item 3: a row reduction and a row softmax): which CUDA
+kernel, launch shape and size each held-out H100 record measures. Pure Python (no cupy).
+
+The hopsim side reads only the records (JSONL written by `python3 -m validation.portfolio_runs
+--family rowwise`), never this module; it is the contract for the IR twins (kernels/rowwise,
+`hopsim simulate rowsum|softmax --rows R --cols C --mapping warp|cta`):
+
+  family   mapping  kernel        per row (kernels/cuda/<family>.cu, -O3; rowwise.cuh)
+  rowsum   warp     rowsum_warp   one warp: lane l sums float4s l, l+32, ...; bfly sum; lane 0 stores
+  rowsum   cta      rowsum_cta    one CTA: thread t sums float4s t, t+256, ...; bfly, shared combine
+  softmax  warp     softmax_warp  one warp, three passes (max, sum of ex2, scale + st.global.v4.f32)
+  softmax  cta      softmax_cta   one CTA, the same three passes, max and sum combined in shared memory
+
+Every CTA has 256 threads; the warp mapping launches ceil(rows / 8) CTAs (every row count here is a
+multiple of 8: no partial CTA), the cta mapping rows CTAs. x (rows x cols f32, standard normal) and
+y are distinct cudaMalloc allocations. Bytes moved (the roofline numerator): x once plus y (rows
+floats for rowsum, rows x cols for softmax); softmax reads each row three times (bytes_accessed).
+
+The held-out grid: cols in {1024, 4096, 16384, 32768}; rows so the input x is 8 MiB (L2-resident:
+x + y fit in the 50 MB L2), 128 MiB and 1 GiB; both mappings; both families: 48 points. These sizes
+are the held-out set: the simulator's tests and benchmarks use others.
+"""
+
+from __future__ import annotations
+
+FAMILIES = ("rowsum", "softmax")
+MAPPINGS = ("warp", "cta")
+THREADS = 256
+COLS = (1024, 4096, 16384, 32768)
+INPUT_BYTES = (8 << 20, 128 << 20, 1 << 30)
+"""Bytes of x per point (rows = INPUT_BYTES / (4 cols))."""
+
+
+def kernel_name(family: str, mapping: str) -> str:
+    """The extern "C" kernel of kernels/cuda/<family>.cu."""
+    return f"{family}_{mapping}"
+
+
+def grid(mapping: str, rows: int) -> int:
+    """CTAs of the launch: one warp per row (8 rows per CTA) or one CTA per row."""
+    return -(-rows // (THREADS // 32)) if mapping == "warp" else rows
+
+
+def bytes_moved(family: str, rows: int, cols: int) -> int:
+    return 4 * (rows * cols + (rows if family == "rowsum" else rows * cols))
+
+
+def bytes_accessed(family: str, rows: int, cols: int) -> int:
+    """Bytes the kernel's loads and stores name (softmax: three reads of x, one write of y)."""
+    return 4 * rows * cols * (3 if family == "softmax" else 1) + bytes_moved(family, rows, cols) - 4 * rows * cols
+
+
+def points(family: str = "rowwise") -> list[dict]:
+    """Every point of `family` ('rowsum', 'softmax' or 'rowwise' = both), in run order."""
+    fams = FAMILIES if family == "rowwise" else (family,)
+    out = []
+    for fam in fams:
+        for mapping in MAPPINGS:
+            for cols in COLS:
+                for nbytes in INPUT_BYTES:
+                    rows = nbytes // (4 * cols)
+                    out.append({"family": fam, "variant": mapping, "mapping": mapping,
+                                "name": f"{fam}_{mapping}_r{rows}_c{cols}", "kernel": kernel_name(fam, mapping),
+                                "source": f"kernels/cuda/{fam}.cu", "rows": rows, "cols": cols,
+                                "n_floats": rows * cols, "threads_per_cta": THREADS, "grid_132sm": grid(mapping, rows),
+                                "bytes_per_array": 4 * rows * cols, "bytes_moved": bytes_moved(fam, rows, cols),
+                                "bytes_accessed": bytes_accessed(fam, rows, cols)})
+    return out
