@@ -141,10 +141,10 @@ def compile_many(params: list[GemmParams], workers: int | None = None) -> list[C
 
 
 # ----------------------------------------------------------------------------- tensor maps
-# CUtensorMap enums (cuda.h): data type FLOAT16 = 6, BFLOAT16 = 9; swizzle NONE/32B/64B/128B = 0..3;
-# interleave NONE = 0; L2 promotion 256B = 3; OOB fill NONE = 0.
-_DTYPE_ENUM = {"f16": 6, "bf16": 9}
-_SWIZZLE_ENUM = {"32B": 1, "64B": 2, "128B": 3}
+# CUtensorMap enums (cuda.h): data type FLOAT16 = 6, FLOAT32 = 7, BFLOAT16 = 9; swizzle NONE/32B/64B/128B
+# = 0..3; interleave NONE = 0; L2 promotion 256B = 3; OOB fill NONE = 0.
+_DTYPE_ENUM = {"f16": 6, "f32": 7, "bf16": 9}
+_SWIZZLE_ENUM = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 _L2_PROMO_256B = 3
 
 

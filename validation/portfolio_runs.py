@@ -1,9 +1,11 @@
 """Record the memory-bound portfolio's CUDA twins on the H100 (held-out records, issue 15 item 5):
 
-    python3 -m validation.portfolio_runs --family vecadd|copy|all --out DIR --budget-s 300
+    python3 -m validation.portfolio_runs --family vecadd|copy|tmacopy|all --out DIR --budget-s 300
     python3 -m validation.portfolio_runs --family all --plan          # the points and planned time
 
-Points: validation/portfolio.py (kernels/cuda/vecadd.cu, copy.cu; 256 threads per CTA). Per point:
+Points: validation/portfolio.py (kernels/cuda/vecadd.cu, copy.cu; 256 threads per CTA) and
+validation/portfolio_tmacopy.py (kernels/cuda/tmacopy.cu: TMA load + TMA store, one warp per CTA,
+tensor maps by cuTensorMapEncodeTiled, checked bit for bit against the input). Per point:
 fresh random inputs (standard normal float32, never zeros), the output poisoned with NaN bits
 (0xFFFFFFFF), one launch, then the output must equal cupy's a + b (or a) bit for bit and no
 element may keep the poison; then timing: CUDA-graph batches of launches timed with CUDA events
@@ -31,6 +33,8 @@ import numpy as np
 
 from validation import point_runner as pr
 from validation import portfolio as pf
+from validation import portfolio_tmacopy as ptc
+from validation.harness import encode_tensor_map
 from validation.micro_runner import REPO, cupy, spread, sync
 from validation.power.nvml_sampler import PowerSampler, power_limits
 from validation.provenance import device_provenance
@@ -45,6 +49,7 @@ TIMED_S = 0.1                 # GPU time per timing mode
 COMPILE_S, CHILD_SETUP_S, POINT_OVERHEAD_S = 30.0, 5.0, 0.2
 REQUIRED = ("kind", "group", "family", "name", "params", "error", "provenance")
 RESULTS = ("ms_median", "bytes_per_s", "bytes_moved")
+FAMILIES = (*pf.FAMILIES, ptc.FAMILY)
 
 
 # ---------------------------------------------------------------- plan (pure)
@@ -62,10 +67,17 @@ def batching(est_launch_s: float, sets: int) -> tuple[int, int]:
     return per, batches
 
 
+def family_points(family: str) -> list[dict]:
+    """The points of `family` (one of FAMILIES) or of every family ('all')."""
+    if family == "all":
+        return pf.points() + ptc.points()
+    return ptc.points() if family == ptc.FAMILY else pf.points(family)
+
+
 def plan(family: str) -> list[dict]:
     """point_runner points (group = family) with time estimates."""
     out = []
-    for p in pf.points(family):
+    for p in family_points(family):
         sets = n_sets(p["bytes_moved"])
         est_launch = p["bytes_moved"] / EST_BPS
         timed = 2 * (TIMED_S + est_launch * 5)
@@ -160,11 +172,17 @@ def _check(p: dict, fn, g: int, s) -> dict:
 
 def _bench(p: dict, fn, g: int, sets: list, per: int, batches: int, sampler=None) -> dict:
     """Per-launch times (ms) of CUDA-graph batches of `per` launches rotating over `sets`."""
+    launches = [lambda a=_args(p, s): fn((g,), (pf.THREADS,), a) for s in sets]
+    return bench_launches(p["name"], launches, per, batches, sampler)
+
+
+def bench_launches(name: str, launches: list, per: int, batches: int, sampler=None) -> dict:
+    """Per-launch times (ms) of CUDA-graph batches of `per` launches rotating over `launches`
+    (no-argument callables, one per input set)."""
     cp = cupy()
-    args = [_args(p, s) for s in sets]
-    for j in range(max(2, len(sets))):      # warm-up: module, TLB, every set once
-        fn((g,), (pf.THREADS,), args[j % len(args)])
-    sync(p["name"] + " warm-up")
+    for j in range(max(2, len(launches))):      # warm-up: module, TLB, every set once
+        launches[j % len(launches)]()
+    sync(name + " warm-up")
     stream = cp.cuda.Stream(non_blocking=True)
     graph, method = None, "cuda-graph batches, CUDA events"
     try:
@@ -172,7 +190,7 @@ def _bench(p: dict, fn, g: int, sets: list, per: int, batches: int, sampler=None
             stream.begin_capture()
             try:
                 for j in range(per):
-                    fn((g,), (pf.THREADS,), args[j % len(args)])
+                    launches[j % len(launches)]()
             finally:
                 graph = stream.end_capture()
         graph.launch(stream)
@@ -187,7 +205,7 @@ def _bench(p: dict, fn, g: int, sets: list, per: int, batches: int, sampler=None
             return
         with stream:
             for j in range(per):
-                fn((g,), (pf.THREADS,), args[j % len(args)])
+                launches[j % len(launches)]()
 
     ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
     times = []
@@ -201,13 +219,15 @@ def _bench(p: dict, fn, g: int, sets: list, per: int, batches: int, sampler=None
         times.append(cp.cuda.get_elapsed_time(ev0, ev1) / per)
     if sampler is not None:
         sampler.stop()
-    sync(p["name"] + " timed")
+    sync(name + " timed")
     return {**{f"ms_{k}": v for k, v in spread(times).items() if k != "n"}, "batches": batches,
-            "launches_per_batch": per, "input_sets": len(sets), "method": method,
+            "launches_per_batch": per, "input_sets": len(launches), "method": method,
             "ms_per_launch_all": times}
 
 
 def run_point(pt: dict) -> dict:
+    if pt["params"]["family"] == ptc.FAMILY:
+        return run_tmacopy_point(pt)
     cp = cupy()
     p = pt["params"]
     props = cp.cuda.runtime.getDeviceProperties(0)
@@ -244,6 +264,53 @@ def run_point(pt: dict) -> dict:
     return rec
 
 
+def run_tmacopy_point(pt: dict) -> dict:
+    """One TMA copy point (validation/portfolio_tmacopy.py): check, then time as the others."""
+    cp = cupy()
+    p = pt["params"]
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    nsm, l2 = int(props["multiProcessorCount"]), int(props["l2CacheSize"])
+    fn = kernel(ptc.FAMILY, ptc.KERNEL)
+    fn.max_dynamic_shared_size_bytes = p["dynamic_smem"]
+    g = ptc.grid(p, nsm)
+    seed = 2000 + [x["name"] for x in ptc.points()].index(p["name"])
+    rs = cp.random.RandomState(seed)
+    k = n_sets(p["bytes_moved"])
+    sets = [ptc.make_set(p, rs, cp) for _ in range(k)]
+    launches = [ptc.launcher(fn, p, g, s, encode_tensor_map) for s in sets]
+    check = ptc.check(p, launches[0], sets[0], cp, sync)
+    per, batches = batching(p["bytes_moved"] / EST_BPS, k)
+    ps = PowerSampler(period_s=0.01)
+    timing = bench_launches(p["name"], launches, per, batches, ps)
+    summ = ps.summary(launches=per * batches)
+    rec = {"check": check, "timing": timing, "seed": seed}
+    if p["bytes_moved"] <= 0.8 * l2:
+        hp, hb = batching(p["bytes_moved"] / EST_BPS / 4, 1)
+        rec["timing_hot"] = bench_launches(p["name"], launches[:1], hp, hb)
+    del sets, launches
+    cp.get_default_memory_pool().free_all_blocks()
+    ms = timing["ms_median"]
+    rec["results"] = {"ms_median": ms, "bytes_moved": p["bytes_moved"], "bytes_per_s": p["bytes_moved"] / (ms * 1e-3),
+                      "ms_hot_median": rec.get("timing_hot", {}).get("ms_median")}
+    rec["launch"] = {"grid": g, "block": ptc.THREADS, "sms": nsm, "l2_bytes": l2, "dynamic_smem": p["dynamic_smem"],
+                     **_func_attributes(fn), "tiles": p["tiles"]}
+    rec["sm_clock"] = {"nvml_median_mhz": (summ.get("sm_mhz") or {}).get("median")}
+    rec["power_samples_summary"] = summ
+    return rec
+
+
+def _func_attributes(fn) -> dict:
+    """ptxas' registers per thread and static shared bytes of a loaded kernel (None if unknown)."""
+    cp = cupy()
+    out = {}
+    for key, attr in (("regs_per_thread", 4), ("static_smem", 1)):   # CU_FUNC_ATTRIBUTE_NUM_REGS, SHARED_SIZE_BYTES
+        try:
+            out[key] = int(cp.cuda.driver.funcGetAttribute(attr, fn.ptr))
+        except Exception:  # noqa: BLE001
+            out[key] = None
+    return out
+
+
 def health() -> None:
     cp = cupy()
     x = cp.arange(4)
@@ -272,15 +339,15 @@ def table(jsonl: pathlib.Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m validation.portfolio_runs", description=__doc__.splitlines()[0])
-    ap.add_argument("--family", default="all", help="vecadd, copy or all")
+    ap.add_argument("--family", default="all", help="vecadd, copy, tmacopy or all")
     ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
     ap.add_argument("--plan", action="store_true", help="print the points and planned time; run nothing")
     for hidden in ("--child", "--from", "--deadline", "--prov", "--jsonl"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.family not in (*pf.FAMILIES, "all"):
-        print(f"--family: {a.family!r} is not valid; give one of {', '.join(pf.FAMILIES)}, all", file=sys.stderr)
+    if a.family not in (*FAMILIES, "all"):
+        print(f"--family: {a.family!r} is not valid; give one of {', '.join(FAMILIES)}, all", file=sys.stderr)
         return 2
     if a.child:
         gpts = [p for p in plan("all") if p["group"] == a.child]

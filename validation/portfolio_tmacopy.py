@@ -1,0 +1,143 @@
+"""The TMA copy family of the memory-bound portfolio (issue 15 item 3): its held-out H100 points and
+the GPU pieces that run kernels/cuda/tmacopy.cu (runner: python3 -m validation.portfolio_runs
+--family tmacopy). The point list is pure Python (no cupy); cupy is imported only when a point runs.
+
+Kernel contract (the IR twin: kernels/membound/tmacopy.py): out = in, a row-major rows x cols
+f16/f32 tensor, box_rows x box_cols TMA boxes with the given swizzle, `stages` shared-memory stages
+of the box footprint rounded up to 1024 B, one warp per CTA; grid = one CTA per tile (`ctas_per_sm`
+None) or ctas_per_sm x SMs persistent CTAs. Tensor maps: cuTensorMapEncodeTiled, dims {cols, rows},
+stride {cols x element bytes}, box {box_cols, box_rows}, element strides 1, no interleave, L2
+promotion 256B, OOB fill none; in and out are distinct cudaMalloc allocations. Bytes moved per
+launch: 2 x the tensor (read once, written once).
+
+The points span an L2-resident tensor (8 MB, 16 MB moved) to 1 GB, f16 and f32, boxes from 8 to
+256 rows and 16 B to 256 B inner, every swizzle, 1..6 stages, one CTA per tile and 1..3 persistent
+CTAs per SM. They are held out: measured after the model is frozen, never simulated before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FAMILY = "tmacopy"
+KERNEL = "tmacopy"
+SOURCE = "kernels/cuda/tmacopy.cu"
+THREADS = 32
+ESIZE = {"f16": 2, "f32": 4}
+SPAN = {"32B": 32, "64B": 64, "128B": 128}
+
+#: (dtype, rows, cols, box_rows, box_cols, swizzle, stages, ctas_per_sm or None = one CTA per tile)
+POINTS = (
+    ("f16", 2048, 2048, 64, 64, "128B", 4, None),
+    ("f16", 2048, 2048, 64, 64, "128B", 4, 1),
+    ("f16", 4096, 4096, 64, 64, "128B", 4, None),
+    ("f16", 4096, 4096, 32, 32, "64B", 2, None),
+    ("f16", 4096, 4096, 128, 64, "128B", 3, 2),
+    ("f16", 8192, 8192, 64, 64, "128B", 4, None),
+    ("f16", 8192, 8192, 64, 64, "128B", 4, 1),
+    ("f16", 8192, 8192, 256, 64, "128B", 2, 1),
+    ("f16", 8192, 8192, 64, 16, "32B", 4, None),
+    ("f16", 8192, 8192, 16, 128, "none", 1, None),
+    ("f16", 8192, 8192, 128, 128, "none", 2, 2),
+    ("f16", 16384, 16384, 64, 64, "128B", 4, None),
+    ("f16", 16384, 16384, 128, 64, "128B", 6, 1),
+    ("f16", 16384, 32768, 64, 64, "128B", 4, None),
+    ("f16", 16384, 32768, 256, 64, "128B", 3, 1),
+    ("f32", 2048, 2048, 32, 32, "128B", 4, None),
+    ("f32", 4096, 4096, 32, 32, "128B", 4, None),
+    ("f32", 4096, 4096, 64, 16, "64B", 2, 2),
+    ("f32", 8192, 8192, 32, 32, "128B", 4, None),
+    ("f32", 8192, 8192, 64, 8, "32B", 4, None),
+    ("f32", 8192, 8192, 128, 32, "128B", 2, 1),
+    ("f32", 8192, 8192, 32, 64, "none", 3, 3),
+    ("f32", 16384, 16384, 32, 32, "128B", 4, None),
+    ("f32", 16384, 16384, 256, 32, "128B", 2, 1),
+)
+
+
+def stage_bytes(p: dict) -> int:
+    """Shared bytes of one stage: box rows x row pitch (the inner box bytes, at least the swizzle
+    span when swizzled), rounded up to 1024 B (as kernels/membound/tmacopy.py)."""
+    inner = p["box_cols"] * ESIZE[p["dtype"]]
+    pitch = inner if p["swizzle"] == "none" else max(inner, SPAN[p["swizzle"]])
+    return -(-p["box_rows"] * pitch // 1024) * 1024
+
+
+def tiles(p: dict) -> tuple[int, int]:
+    """(tile rows, tile columns)."""
+    return p["rows"] // p["box_rows"], p["cols"] // p["box_cols"]
+
+
+def grid(p: dict, sms: int = 132) -> int:
+    tr, tc = tiles(p)
+    return tr * tc if p["ctas_per_sm"] is None else p["ctas_per_sm"] * sms
+
+
+def point_name(p: dict) -> str:
+    mode = "1t" if p["ctas_per_sm"] is None else f"p{p['ctas_per_sm']}xsm"
+    return (f"tmacopy_{p['dtype']}_{p['rows']}x{p['cols']}_b{p['box_rows']}x{p['box_cols']}_sw{p['swizzle']}"
+            f"_s{p['stages']}_{mode}")
+
+
+def points() -> list[dict]:
+    """Every tmacopy point, in run order (the same keys as validation/portfolio.py's points)."""
+    out = []
+    for dt, r, c, br, bc, sw, st, cps in POINTS:
+        p = {"family": FAMILY, "variant": f"b{br}x{bc}_sw{sw}_s{st}_{'1t' if cps is None else f'p{cps}'}",
+             "kernel": KERNEL, "source": SOURCE, "dtype": dt, "rows": r, "cols": c, "box_rows": br, "box_cols": bc,
+             "swizzle": sw, "stages": st, "ctas_per_sm": cps, "threads_per_cta": THREADS}
+        p["name"] = point_name(p)
+        p.update(stage_bytes=stage_bytes(p), dynamic_smem=st * stage_bytes(p), box_bytes=br * bc * ESIZE[dt],
+                 tiles=tiles(p)[0] * tiles(p)[1], grid_132sm=grid(p), bytes_per_array=r * c * ESIZE[dt],
+                 bytes_moved=2 * r * c * ESIZE[dt])
+        out.append(p)
+    return out
+
+
+# ---------------------------------------------------------------- GPU pieces (cupy, lazily)
+def make_set(p: dict, rs, cp):
+    """(in, out) on the device: in standard normal in the dtype (never NaN), out uninitialised."""
+    dt = cp.float16 if p["dtype"] == "f16" else cp.float32
+    a = rs.standard_normal((p["rows"], p["cols"]), dtype=cp.float32).astype(dt)
+    return a, cp.empty_like(a)
+
+
+def tensor_map(p: dict, ptr: int, encode) -> np.ndarray:
+    """The kernel's tensor map of a buffer at `ptr` as a by-value kernel argument; `encode` is
+    validation.harness.encode_tensor_map (cuTensorMapEncodeTiled)."""
+    tm = encode(p["dtype"], ptr, [p["cols"], p["rows"]], [p["cols"] * ESIZE[p["dtype"]]],
+                [p["box_cols"], p["box_rows"]], p["swizzle"])
+    arr = np.zeros(1, dtype=[("opaque", "<u8", (16,))])
+    arr["opaque"][0] = np.frombuffer(tm, dtype="<u8")
+    return arr
+
+
+def launcher(fn, p: dict, g: int, s, encode):
+    """A no-argument callable launching the copy of set `s` (tensor maps encoded once)."""
+    tr, tc = tiles(p)
+    args = (tensor_map(p, s[0].data.ptr, encode), tensor_map(p, s[1].data.ptr, encode), np.int32(tr * tc),
+            np.int32(tc), np.int32(p["box_rows"]), np.int32(p["box_cols"]), np.int32(p["stages"]),
+            np.int32(p["stage_bytes"]), np.int32(p["box_bytes"]))
+    smem = p["dynamic_smem"]
+
+    def launch():
+        fn((g,), (THREADS,), args, shared_mem=smem)
+    return launch
+
+
+def check(p: dict, launch, s, cp, sync) -> dict:
+    """Poison out with all-ones bits (NaN in f16 and f32), launch once, compare bit for bit."""
+    a, out = s
+    u = cp.uint16 if p["dtype"] == "f16" else cp.uint32
+    ones = 0xFFFF if p["dtype"] == "f16" else 0xFFFFFFFF
+    out.view(u).fill(ones)
+    launch()
+    sync(p["name"] + " check launch")
+    bad = int(cp.count_nonzero(out.view(u) != a.view(u)))
+    unwritten = int(cp.count_nonzero(out.view(u) == ones))
+    res = {"passed": bad == 0 and unwritten == 0, "elements": p["rows"] * p["cols"], "mismatched": bad,
+           "unwritten": unwritten, "reference": "in (bit for bit)", "inputs": f"standard normal {p['dtype']}, fresh per point",
+           "poison": f"0x{ones:X} (NaN)"}
+    if not res["passed"]:
+        raise RuntimeError(f"check failed: {bad} of {res['elements']} elements differ, {unwritten} unwritten")
+    return res
