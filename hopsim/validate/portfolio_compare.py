@@ -1,11 +1,11 @@
-"""Compare the memory-bound portfolio (vecadd, copy) with its held-out H100 records, once.
+"""Compare the memory-bound portfolio (vecadd, copy, tmacopy) with its held-out H100 records, once.
 
     python3 -m hopsim.validate.portfolio_compare --records validation/records/h100/portfolio \
         --out validation/reports/h100/portfolio [--jobs 2]
 
-The records (`python3 -m validation.portfolio_runs`, kernels/cuda/vecadd.cu and copy.cu) are
+The records (`python3 -m validation.portfolio_runs`, kernels/cuda/vecadd.cu, copy.cu, tmacopy.cu) are
 measured after the model is frozen; the model's fingerprint is written in the report. Each point
-is simulated through the CLI as a user would (`hopsim simulate vecadd|copy`), at the predicted
+is simulated through the CLI as a user would (`hopsim simulate vecadd|copy|tmacopy`), at the predicted
 clock (`--clock sustained`, the real prediction) and at the record's NVML median SM clock (a
 diagnostic of the SM + memory model alone). Errors are simulated / measured - 1 of the kernel
 time (the median per launch of CUDA-graph batches, inputs rotated so nothing stays in L2).
@@ -29,8 +29,20 @@ def load(records: pathlib.Path) -> list[dict]:
                       and r.get("check", {}).get("passed", True))
 
 
+def tmacopy_args(rec: dict) -> list[str]:
+    """`simulate tmacopy` flags of a validation/portfolio_tmacopy.py record (persistent CTAs: the
+    record's grid)."""
+    p = rec["params"]
+    args = ["tmacopy", "--rows", str(p["rows"]), "--cols", str(p["cols"]), "--dtype", p["dtype"],
+            "--box-rows", str(p["box_rows"]), "--box-cols", str(p["box_cols"]), "--swizzle", p["swizzle"],
+            "--stages", str(p["stages"])]
+    return args + ([] if p.get("ctas_per_sm") is None else ["--ctas", str(rec["launch"]["grid"])])
+
+
 def cli_args(rec: dict) -> list[str]:
     p = rec["params"]
+    if p["family"] == "tmacopy":
+        return tmacopy_args(rec)
     args = [p["family"], "--n", str(p["n_floats"]), "--vec", str(VEC[p["variant"]]),
             "--threads", str(p.get("threads_per_cta", 256))]
     if p["variant"].endswith("_gs"):
@@ -52,7 +64,7 @@ def compare_one(rec: dict) -> dict:
     p = rec["params"]
     hw_ms = rec["results"]["ms_median"]
     clk = rec.get("sm_clock", {}).get("nvml_median_mhz")
-    row = {"name": p["name"], "family": p["family"], "variant": p["variant"], "n_floats": p["n_floats"],
+    row = {"name": p["name"], "family": p["family"], "variant": p["variant"], "n_floats": p.get("n_floats"),
            "grid": rec["launch"]["grid"], "hw_ms": hw_ms, "hw_bytes_per_s": rec["results"]["bytes_per_s"],
            "hw_clock_mhz": clk}
     pred = simulate(rec, "sustained")
@@ -68,7 +80,8 @@ def compare_one(rec: dict) -> dict:
 
 
 def markdown(rows: list[dict], summary: dict, fp: str, basis: str) -> str:
-    lines = ["# Held-out comparison: memory-bound portfolio (vecadd, copy) on the H100 vs the frozen model", "",
+    fams = ", ".join(dict.fromkeys(r["family"] for r in rows))
+    lines = [f"# Held-out comparison: memory-bound portfolio ({fams}) on the H100 vs the frozen model", "",
              f"Model fingerprint: `{fp}`. {basis}", "",
              "| set | n | MAPE | mean | worst | within 10% | within 20% |", "|---|---|---|---|---|---|---|"]
     for key, st in summary.items():
@@ -98,7 +111,7 @@ def summarise(rows: list[dict]) -> dict:
     ok = [r for r in rows if "error" not in r]
     summary = {"all, at the predicted clock": _stats20([r["err_pred_clock"] for r in ok]),
                "all, at the measured clock (diagnostic)": _stats20([r["err_hw_clock"] for r in ok])}
-    for fam in ("vecadd", "copy"):
+    for fam in dict.fromkeys(r["family"] for r in ok):
         summary[f"{fam}, at the predicted clock"] = _stats20([r["err_pred_clock"] for r in ok if r["family"] == fam])
     return summary
 
