@@ -58,7 +58,7 @@ p = TmaCopyParams(rows=int(r), cols=int(c), dtype=dt, box_rows=int(br), box_cols
                   stages=int(st), ctas=None if ctas == "None" else int(ctas))
 t = time.process_time()
 res, _, _ = simulate_tmacopy(p, mhz=1755)
-print(json.dumps({"family": "tmacopy", "n": p.rows * p.cols, "name": p.name, "ctas": p.grid,
+print(json.dumps({"family": "tmacopy", "n": p.rows * p.cols, "name": p.name, "ctas": p.num_ctas,
                   "cpu_s": time.process_time() - t,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "sim_us_at_1755": res.time_ms * 1e3, "memo": res.extra.get("sm_memo")}))

@@ -272,7 +272,7 @@ def run_tmacopy_point(pt: dict) -> dict:
     nsm, l2 = int(props["multiProcessorCount"]), int(props["l2CacheSize"])
     fn = kernel(ptc.FAMILY, ptc.KERNEL)
     fn.max_dynamic_shared_size_bytes = p["dynamic_smem"]
-    g = ptc.grid(p, nsm)
+    g = ptc.launch_grid(p, nsm)
     seed = 2000 + [x["name"] for x in ptc.points()].index(p["name"])
     rs = cp.random.RandomState(seed)
     k = n_sets(p["bytes_moved"])
@@ -292,7 +292,7 @@ def run_tmacopy_point(pt: dict) -> dict:
     ms = timing["ms_median"]
     rec["results"] = {"ms_median": ms, "bytes_moved": p["bytes_moved"], "bytes_per_s": p["bytes_moved"] / (ms * 1e-3),
                       "ms_hot_median": rec.get("timing_hot", {}).get("ms_median")}
-    rec["launch"] = {"grid": g, "block": ptc.THREADS, "sms": nsm, "l2_bytes": l2, "dynamic_smem": p["dynamic_smem"],
+    rec["launch"] = {"grid": g[0] * g[1], "grid_xy": list(g), "block": ptc.THREADS, "sms": nsm, "l2_bytes": l2, "dynamic_smem": p["dynamic_smem"],
                      **_func_attributes(fn), "tiles": p["tiles"]}
     rec["sm_clock"] = {"nvml_median_mhz": (summ.get("sm_mhz") or {}).get("median")}
     rec["power_samples_summary"] = summ

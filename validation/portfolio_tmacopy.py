@@ -4,8 +4,8 @@ the GPU pieces that run kernels/cuda/tmacopy.cu (runner: python3 -m validation.p
 
 Kernel contract (the IR twin: kernels/membound/tmacopy.py): out = in, a row-major rows x cols
 f16/f32 tensor, box_rows x box_cols TMA boxes with the given swizzle, `stages` shared-memory stages
-of the box footprint rounded up to 1024 B, one warp per CTA; grid = one CTA per tile (`ctas_per_sm`
-None) or ctas_per_sm x SMs persistent CTAs. Tensor maps: cuTensorMapEncodeTiled, dims {cols, rows},
+of the box footprint rounded up to 1024 B, one warp per CTA; grid = (tile columns, tile rows), one
+CTA per tile (`ctas_per_sm` None), or (ctas_per_sm x SMs, 1) persistent CTAs. Tensor maps: cuTensorMapEncodeTiled, dims {cols, rows},
 stride {cols x element bytes}, box {box_cols, box_rows}, element strides 1, no interleave, L2
 promotion 256B, OOB fill none; in and out are distinct cudaMalloc allocations. Bytes moved per
 launch: 2 x the tensor (read once, written once).
@@ -68,9 +68,16 @@ def tiles(p: dict) -> tuple[int, int]:
     return p["rows"] // p["box_rows"], p["cols"] // p["box_cols"]
 
 
-def grid(p: dict, sms: int = 132) -> int:
+def launch_grid(p: dict, sms: int = 132) -> tuple[int, int]:
+    """(gridDim.x, gridDim.y): (tile columns, tile rows) or (ctas_per_sm x SMs, 1)."""
     tr, tc = tiles(p)
-    return tr * tc if p["ctas_per_sm"] is None else p["ctas_per_sm"] * sms
+    return (tc, tr) if p["ctas_per_sm"] is None else (p["ctas_per_sm"] * sms, 1)
+
+
+def grid(p: dict, sms: int = 132) -> int:
+    """CTAs of the launch."""
+    x, y = launch_grid(p, sms)
+    return x * y
 
 
 def point_name(p: dict) -> str:
@@ -112,7 +119,7 @@ def tensor_map(p: dict, ptr: int, encode) -> np.ndarray:
     return arr
 
 
-def launcher(fn, p: dict, g: int, s, encode):
+def launcher(fn, p: dict, g: tuple[int, int], s, encode):
     """A no-argument callable launching the copy of set `s` (tensor maps encoded once)."""
     tr, tc = tiles(p)
     args = (tensor_map(p, s[0].data.ptr, encode), tensor_map(p, s[1].data.ptr, encode), np.int32(tr * tc),
@@ -121,7 +128,7 @@ def launcher(fn, p: dict, g: int, s, encode):
     smem = p["dynamic_smem"]
 
     def launch():
-        fn((g,), (THREADS,), args, shared_mem=smem)
+        fn((g[0], g[1]), (THREADS,), args, shared_mem=smem)
     return launch
 
 

@@ -140,14 +140,15 @@ def run(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({**res.to_json(), "family": FAMILY, "rows": p.rows, "cols": p.cols, "dtype": p.dtype,
                           "box_rows": p.box_rows, "box_cols": p.box_cols, "swizzle": p.swizzle, "stages": p.stages,
-                          "persistent_ctas": p.ctas, "tiles": p.tiles, "grid": p.grid, "smem_per_cta": p.smem_bytes,
+                          "persistent_ctas": p.ctas, "tiles": p.tiles, "grid": list(p.grid), "num_ctas": p.num_ctas,
+                          "smem_per_cta": p.smem_bytes,
                           "bytes_moved": p.bytes_moved, "gb_per_s": gbs,
                           "time_ms_boost": sol.boost.time_ms, "time_ms_sustained": sol.sustained.time_ms,
                           "sustained_clock_mhz": sol.sustained.mhz, "power_w": pt.power_w,
                           "energy_mj": pt.energy_mj, "check": ok}))
     else:
         print(format_summary(res, title=f"{p.name} ({p.rows}x{p.cols} {p.dtype})", notes=notes, launch={
-            "Grid Size": ("", str(p.grid)), "Block Size": ("", str(THREADS)),
+            "Grid Size": ("", "x".join(map(str, p.grid[:2]))), "Block Size": ("", str(THREADS)),
             "Static Shared Memory Per Block": ("byte", p.smem_bytes),
             "Bytes Moved (kernel)": ("byte", p.bytes_moved), "Achieved Bandwidth": ("GB/s", gbs)}))
     if ok is False:

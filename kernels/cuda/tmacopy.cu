@@ -7,7 +7,8 @@
 // tmap_in / tmap_out: cuTensorMapEncodeTiled maps of the two buffers, dims {cols, rows}, box
 // {box_cols, box_rows}, the same swizzle, L2 promotion 256B (validation/portfolio_tmacopy.py).
 // Tile t (row-major over the tile grid): coordinates {(t % tiles_c) * box_cols, (t / tiles_c) * box_rows}.
-// CTA b copies tiles b, b + gridDim.x, ... < tiles (grid = tiles: one tile per CTA; else persistent).
+// CTA b = blockIdx.y * gridDim.x + blockIdx.x copies tiles b, b + G, ... < tiles, G = gridDim.x *
+// gridDim.y: grid (tiles_c, tiles_r) = one CTA per tile, or (ctas, 1) persistent CTAs.
 // Shared memory: full[MAX_STAGES] mbarriers (static; ptxas pads the static segment to the 1024-B
 // alignment of the dynamic array) + `stages` stages of `stage_bytes` (the box footprint rounded up
 // to 1024 B) dynamic.
@@ -76,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(32)
     sm90::fence_mbar_init();
   }
   __syncthreads();
-  const int t0 = blockIdx.x, stride = gridDim.x;
+  const int t0 = blockIdx.y * gridDim.x + blockIdx.x, stride = gridDim.x * gridDim.y;
   if (t0 >= tiles) return;
   auto load = [&](int t, int s) {
     int32_t c0, c1;

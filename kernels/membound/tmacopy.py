@@ -9,8 +9,11 @@ The CUDA twin is kernels/cuda/tmacopy.cu (GPU side: validation/portfolio_tmacopy
 (32 threads) per CTA; lane 0 issues every TMA; all lanes wait on the mbarriers and run the
 (warp-uniform) loop. Tiles are box_rows x box_cols boxes, numbered row-major over the tile grid
 (tile t: tile row t / tiles_c, tile column t % tiles_c; box coordinates {tc*box_cols, tr*box_rows},
-innermost first). A CTA copies tiles ctaid, ctaid + nctaid, ... (< tiles): with `ctas` None the
-grid is one CTA per tile (each copies one tile), else `ctas` persistent CTAs walk the tiles.
+innermost first). A CTA copies tiles b, b + G, ... (< tiles), b = ctaid.y * nctaid.x + ctaid.x,
+G = nctaid.x * nctaid.y: with `ctas` None the grid is (tiles_c, tiles_r), one CTA per tile (CTA
+(x, y) copies tile row y, column x; x-fastest rasterisation is the linear tile order), else
+(`ctas`, 1) persistent CTAs walk the tiles. The 2-D grid keeps each CTA's box coordinates affine
+in %ctaid, which the simulator's CTA memo uses to predict every CTA's tiles without running it.
 
 Per CTA, S = stages shared-memory stages (each a box, 1024-B aligned) with one mbarrier each:
 
@@ -49,6 +52,10 @@ from isa.tensormap import TensorMap
 DTYPES = {"f16": 2, "f32": 4}
 THREADS = 32
 MAX_STAGES = 8
+MAX_CTAS = 1 << 24
+"""Most persistent CTAs (keeps t + (stages - 1) x CTAs below 2^31 in the kernel's 32-bit arithmetic)."""
+MAX_GRID_Y = 65535
+"""gridDim.y limit (CUDA C Programming Guide, compute capability 9.0 table)."""
 MAX_BYTES = 1 << 32
 """Largest tensor (4 GiB; the portfolio's largest is 1 GiB)."""
 SMEM_PER_CTA = 232448
@@ -96,8 +103,11 @@ class TmaCopyParams:
             raise InputError("stages", self.stages, f"at most {(SMEM_PER_CTA - STATIC_BYTES) // self.stage_bytes} "
                              f"stages of {self.stage_bytes} B (227 KB of shared memory per CTA)")
         if self.ctas is not None and (isinstance(self.ctas, bool) or not isinstance(self.ctas, int)
-                                      or not 1 <= self.ctas <= 2**31 - 1):
-            raise InputError("ctas", self.ctas, "1..2^31-1 persistent CTAs (omit: one CTA per tile)")
+                                      or not 1 <= self.ctas <= MAX_CTAS):
+            raise InputError("ctas", self.ctas, f"1..{MAX_CTAS} persistent CTAs (omit: one CTA per tile)")
+        if self.ctas is None and self.tiles_r > MAX_GRID_Y:
+            raise InputError("rows", self.rows, f"at most {MAX_GRID_Y} tile rows (rows / box_rows, gridDim.y) "
+                             "with one CTA per tile; give --ctas for persistent CTAs")
 
     def _check_box(self) -> None:
         """The box rules of cuTensorMapEncodeTiled (isa/tensormap.py), named by this family's flags."""
@@ -146,7 +156,12 @@ class TmaCopyParams:
         return STATIC_BYTES + self.stages * self.stage_bytes
 
     @property
-    def grid(self) -> int:
+    def grid(self) -> tuple[int, int, int]:
+        """(x, y, z) CTAs: (tiles_c, tiles_r, 1) one per tile, or (ctas, 1, 1) persistent."""
+        return (self.tiles_c, self.tiles_r, 1) if self.ctas is None else (self.ctas, 1, 1)
+
+    @property
+    def num_ctas(self) -> int:
         return self.tiles if self.ctas is None else self.ctas
 
     @property
@@ -221,7 +236,7 @@ def _prologue(p: TmaCopyParams) -> list[str]:
 
 
 def kernel_text(p: TmaCopyParams) -> str:
-    """The IR of `p` (docs/ir.md). Registers: r1 tile t_k, r2 nctaid, r3 tiles, r4 stage k % S,
+    """The IR of `p` (docs/ir.md). Registers: r1 tile t_k, r2 CTAs in the grid, r3 tiles, r4 stage k % S,
     r5 parity, r6 k, r7 the stage of tile k-1 (the refill stage), r10 stages base, r11 full."""
     S = p.stages
     lag, dist = (1, S - 1) if S >= 2 else (0, 1)
@@ -272,8 +287,12 @@ def kernel_text(p: TmaCopyParams) -> str:
 {bars}
 @%p0 fence.mbarrier_init.release.cluster;
     bar.sync 0;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %nctaid.x;
+    mov.u32 %r1, %ctaid.y;
+    mov.u32 %r8, %nctaid.x;
+    mov.u32 %r9, %ctaid.x;
+    mad.lo.u32 %r1, %r1, %r8, %r9;
+    mov.u32 %r9, %nctaid.y;
+    mul.lo.u32 %r2, %r8, %r9;
     ld.param.u32 %r3, [tiles];
     mov.u32 %r10, smem;
     mov.u32 %r11, full;

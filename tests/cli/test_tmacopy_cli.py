@@ -27,7 +27,7 @@ def test_json_has_bytes_and_times(capsys):
                  "--no-progress"]) == 0
     d = json.loads(capsys.readouterr().out)
     tensor = 256 * 256 * 4
-    assert d["family"] == "tmacopy" and d["bytes_moved"] == 2 * tensor and d["grid"] == d["tiles"] == 64
+    assert d["family"] == "tmacopy" and d["bytes_moved"] == 2 * tensor and d["grid"] == [8, 8, 1] and d["num_ctas"] == d["tiles"] == 64
     assert d["bytes_hbm"] == tensor and d["extra"]["bytes_hbm_written"] == tensor
     assert d["cycles"] > 0 and d["time_ms_boost"] > 0 and d["gb_per_s"] > 0 and d["check"] is None
 

@@ -19,8 +19,9 @@ import pytest
 from hopsim.cli.tmacopy_cmd import read_output, setup, simulate_tmacopy
 from hopsim.functional.executor import CTAExecutor, Launch
 from hopsim.functional.runner import run_cta
+from hopsim.timing.runner import simulate
 from isa.errors import InputError
-from kernels.membound.tmacopy import TmaCopyParams, build_tmacopy, div_magic
+from kernels.membound.tmacopy import REGS_PER_THREAD, TmaCopyParams, build_tmacopy, div_magic
 
 SWIZZLES = ("none", "32B", "64B", "128B")
 SPAN = {"none": 256, "32B": 32, "64B": 64, "128B": 128}
@@ -97,6 +98,8 @@ def test_smem_image_is_swizzled_as_the_mode_says(sw, dt):
     ({"stages": 9}, "stages"),
     ({"box_rows": 256, "box_cols": 64, "stages": 8}, "stages"),  # 8 x 32 KB > 227 KB
     ({"ctas": 0}, "ctas"),
+    ({"ctas": (1 << 24) + 1}, "ctas"),
+    ({"rows": 1 << 17, "cols": 8, "box_rows": 1, "box_cols": 8, "swizzle": "none"}, "rows"),  # gridDim.y
 ])
 def test_bad_parameters_name_the_field(kw, field):
     with pytest.raises(InputError) as e:
@@ -114,3 +117,17 @@ def test_div_magic_exact(d):
     rng = np.random.default_rng(d)
     ns = rng.integers(0, n_max, 100000, dtype=np.uint64)
     assert np.array_equal((ns * np.uint64(m)) >> np.uint64(32 + s), ns // np.uint64(d))
+
+
+@pytest.mark.parametrize("ctas", [None, 20])
+def test_memo_equals_detailed(ctas):
+    """The CTA memo (alike CTAs simulated once) gives the cycles of simulating every CTA."""
+    p = TmaCopyParams(rows=512, cols=1024, dtype="f16", box_rows=32, box_cols=64, swizzle="128B", stages=2, ctas=ctas)
+    kernel, grid, block = build_tmacopy(p)
+    out = []
+    for memo in (False, True):
+        gm, params, _ = setup(p, values=False)
+        r = simulate(kernel, Launch(grid=grid, block=block, params=params), values=False, gmem=gm, checks=False,
+                     regs_per_thread=REGS_PER_THREAD, memory="partitioned", memo=memo)
+        out.append((r.cycles, r.bytes_hbm, r.extra.get("bytes_hbm_written")))
+    assert out[0] == out[1] and out[0][1] == p.rows * p.cols * 2

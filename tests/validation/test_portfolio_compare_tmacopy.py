@@ -26,7 +26,7 @@ def test_every_tmacopy_point_maps_to_its_simulate_command():
         q = tmacopy_cmd._params(tmacopy_cmd.parser().parse_args(argv[1:]))
         assert (q.rows, q.cols, q.dtype, q.box_rows, q.box_cols, q.swizzle, q.stages) == (
             p["rows"], p["cols"], p["dtype"], p["box_rows"], p["box_cols"], p["swizzle"], p["stages"])
-        assert q.grid == rec["launch"]["grid"] and q.stage_bytes == p["stage_bytes"]
+        assert q.num_ctas == rec["launch"]["grid"] and q.stage_bytes == p["stage_bytes"]
         assert (q.ctas is None) == (p["ctas_per_sm"] is None)
 
 

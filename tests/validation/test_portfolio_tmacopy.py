@@ -52,7 +52,7 @@ def test_point_is_legal_and_laid_out_as_the_ir_twin(p):
     ir = _ir(p)
     assert (p["stage_bytes"], p["dynamic_smem"], p["tiles"], p["box_bytes"]) == (
         ir.stage_bytes, ir.smem_bytes - STATIC_BYTES, ir.tiles, ir.box_bytes)
-    assert p["grid_132sm"] == ir.grid and p["bytes_moved"] == ir.bytes_moved
+    assert p["grid_132sm"] == ir.num_ctas and (*ptc.launch_grid(p), 1) == ir.grid and p["bytes_moved"] == ir.bytes_moved
     # int arithmetic of the .cu: t + (stages - 1) * stride and tile coordinates stay below 2^31
     stride = p["grid_132sm"]
     assert p["tiles"] + max(1, p["stages"] - 1) * stride < 2**31
