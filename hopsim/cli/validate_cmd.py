@@ -1,4 +1,4 @@
-"""`hopsim validate run|calibrate|compare`: the H100 validation suite.
+"""`hopsim validate run|calibrate|compare|micro`: the H100 validation suite.
 
     run        measure on this machine's sm90 GPU (GEMM sweeps, microbenchmarks, bank truth under
                ncu) and write records with provenance; without a GPU it says so and exits 0
@@ -6,6 +6,8 @@
                its source record)
     compare    simulate every recorded GEMM configuration; MAPE, worst case, Spearman, sweep
                shapes, microbenchmarks, bank conflicts -> a markdown report with PNG plots
+    micro      the microbenchmarks simulated vs measured (IR kernels through simulate(), or the
+               unit replays), within 10% per family (hopsim/cli/validate_micro.py)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 
 from hopsim import inputs
 from hopsim.cli import _Parser, missing_command
+from hopsim.cli import validate_micro
 from hopsim.validate.calibrate import DEFAULT_OUT, as_json, calibrate, table, write_calibrated
 from hopsim.validate.run_compare import clock_summary, compare_records
 from isa.errors import InputError
@@ -37,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="run on an H100, calibrate, compare with the simulator",
                        description=__doc__, epilog=EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    vs = p.add_subparsers(dest="validate_cmd", metavar="run|calibrate|compare", parser_class=_Parser)
+    vs = p.add_subparsers(dest="validate_cmd", metavar="run|calibrate|compare|micro", parser_class=_Parser)
 
     r = vs.add_parser("run", help="measure on this machine's GPU (skips without one)",
                       description="Run the validation workloads on an sm90 GPU through CuPy and "
@@ -73,6 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--no-progress", action="store_true")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
     m.set_defaults(func=run_compare)
+    validate_micro.register(vs)
     p.set_defaults(func=lambda a: missing_command(p))
 
 

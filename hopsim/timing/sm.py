@@ -195,6 +195,9 @@ class CtaRun:
         self.ops = prog.ops if prog is not None else None
         self.gld_dst = load_destinations(prog) if prog is not None else None
         self.pend: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: row -> cycle its load data is back
+        bind = getattr(ex, "bind_clock", None)  # an executor that reads %clock64 as this SM's cycle
+        if bind is not None:  # (hopsim/validate/micro_ir: microbenchmarks timed by their clock reads)
+            bind(lambda: env.now)
 
     # ---------------------------------------------------------------- events
     def _event(self, key):
