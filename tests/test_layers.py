@@ -37,7 +37,7 @@ HOPSIM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("hopsim.timing",),           # when it happens: SimPy
     ("hopsim.power", "hopsim.fingerprint"),  # power and clock of a timed run; the model's hash
     ("hopsim.summary", "hopsim.progress", "hopsim.cache", "hopsim.inputs"),
-    ("hopsim.gemm_setup",),       # a GEMM's operands in the functional machine's memory
+    ("hopsim.gemm_setup", "hopsim.attention"),  # a GEMM's / attention tile's operands in the functional machine's memory
     ("hopsim.gemm_sim",),         # build + time one GEMM
     ("hopsim.sweep",),
     ("hopsim.plots",),

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from hopsim import gemm_sim, inputs, sweep
-from hopsim.cli import _Parser, launch, membound_cmd, missing_command, rowwise_cmd, sweep_cmd, tmacopy_cmd
+from hopsim.cli import _Parser, attention_cmd, launch, membound_cmd, missing_command, rowwise_cmd, sweep_cmd, tmacopy_cmd
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
@@ -71,9 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="time a GEMM configuration (simulate gemm) or an IR kernel file",
                        description=__doc__, epilog=GEMM_EXAMPLE + "\n\n" + PTX_EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
-    p.add_argument("target", nargs="?", metavar="gemm|vecadd|copy|tmacopy|rowsum|softmax|FILE.ptx",
+    p.add_argument("target", nargs="?", metavar="gemm|vecadd|copy|tmacopy|rowsum|softmax|attention|FILE.ptx",
                    help="'gemm' for the GEMM family, 'vecadd', 'copy' or 'tmacopy' for the memory-bound kernels, "
-                        "'rowsum' or 'softmax' for the row-wise kernels, or an IR kernel file")
+                        "'rowsum' or 'softmax' for the row-wise kernels, 'attention' for one attention tile "
+                        "per CTA, or an IR kernel file")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that form (see --help of each)")
     p.add_argument("-h", "--help", action="store_true", help="show this help")
     p.set_defaults(func=run, _simulate_parser=p)
@@ -461,4 +462,6 @@ def run(args) -> int:
         return tmacopy_cmd.run(rest)
     if args.target in rowwise_cmd.FAMILIES:
         return rowwise_cmd.run(args.target, rest)
+    if args.target == attention_cmd.FAMILY:
+        return attention_cmd.run(rest)
     return run_ptx(args.target, rest)

@@ -40,12 +40,14 @@ def log2(d: int) -> int:
 
 
 class Emitter:
-    """Builds the kernel of one Plan: `b` is the KernelBuilder, `plan` the constants."""
+    """Builds the kernel of one Plan: `b` is the KernelBuilder, `plan` the constants. Other
+    families (kernels/attention/) reuse it with their own plan (it needs `p`, and `S`, `KT` for
+    stage_phase) and kernel name."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, name: str = KERNEL_NAME):
         self.plan = plan
         self.p = plan.p
-        self.b = KernelBuilder(KERNEL_NAME)
+        self.b = KernelBuilder(name)
         self.b.reg_pools(*REG_POOLS)
         self._values: dict[tuple[str, str], Reg] = {}
         self._nlabel = 0
