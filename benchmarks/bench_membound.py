@@ -6,10 +6,13 @@ CTA memo), each in a fresh process on one core, against the issue's targets:
     vecadd float4, 67584 CTAs                 <= 20 s and < 1 GB
     tmacopy f16 8192 x 16384 (256 MiB), 64x64 boxes, 128B swizzle, 4 stages, one CTA per tile
                                               <= 5 s ("a few seconds", issue 15 item 3 brief)
+    softmax, 8192 rows of 1024, one warp per row   <= 5 s (issue 15 item 4;
+                                              `hopsim.cli.rowwise_cmd.simulate_rowwise`)
 
     python3 benchmarks/bench_membound.py [--json] [--all]
 
---all adds the copy twins, a 2^28-float vecadd and the persistent tmacopy (264 CTAs). Not a test: prints one line per case with
+--all adds the copy twins, a 2^28-float vecadd, the persistent tmacopy (264 CTAs), the softmax's
+cta mapping and the rowsum's two mappings (8192 x 1024). Not a test: prints one line per case with
 PASS/FAIL against its target. The simulated kernel time is printed for information only.
 """
 
@@ -64,6 +67,24 @@ print(json.dumps({"family": "tmacopy", "n": p.rows * p.cols, "name": p.name, "ct
                   "sim_us_at_1755": res.time_ms * 1e3, "memo": res.extra.get("sm_memo")}))
 """
 
+ROW_CASES = [("softmax", 8192, 1024, "warp", 5.0, None)]  # (family, rows, cols, mapping, CPU-s, MB)
+ROW_MORE = [("softmax", 8192, 1024, "cta", 5.0, None), ("rowsum", 8192, 1024, "warp", 5.0, None),
+            ("rowsum", 8192, 1024, "cta", 5.0, None)]
+
+ROW_CHILD = """
+import json, resource, sys, time
+from kernels.rowwise import RowParams
+from hopsim.cli.rowwise_cmd import simulate_rowwise
+fam, rows, cols, mapping = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+p = RowParams(family=fam, rows=rows, cols=cols, mapping=mapping)
+t = time.process_time()
+res, _, _ = simulate_rowwise(p, mhz=1755)
+print(json.dumps({"family": fam, "n": rows * cols, "name": f"{p.name} {rows} x {cols}", "ctas": p.grid,
+                  "cpu_s": time.process_time() - t,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "sim_us_at_1755": res.time_ms * 1e3, "memo": res.extra.get("sm_memo")}))
+"""
+
 
 def _child(code: str, args: list) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -84,11 +105,13 @@ def run_tma_case(case: tuple) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="one JSON object per case")
-    ap.add_argument("--all", action="store_true", help="also the copy twins, a 2^28-float vecadd and the persistent tmacopy")
+    ap.add_argument("--all", action="store_true", help="also the copy twins, a 2^28-float vecadd, the persistent tmacopy "
+                    "and the other row-wise cases")
     args = ap.parse_args()
     ok = True
     runs = [(lambda c=c: run_case(*c[:3]), c[3], c[4]) for c in CASES + (MORE if args.all else [])]
     runs += [(lambda c=c: run_tma_case(c[:8]), c[8], c[9]) for c in TMA_CASES + (TMA_MORE if args.all else [])]
+    runs += [(lambda c=c: _child(ROW_CHILD, list(c[:4])), c[4], c[5]) for c in ROW_CASES + (ROW_MORE if args.all else [])]
     for run, cpu_target, mb_target in runs:
         r = run()
         good = (cpu_target is None or r["cpu_s"] <= cpu_target) and (mb_target is None or r["peak_mb"] < mb_target)

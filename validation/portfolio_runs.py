@@ -1,11 +1,15 @@
 """Record the memory-bound portfolio's CUDA twins on the H100 (held-out records, issue 15 item 5):
 
     python3 -m validation.portfolio_runs --family vecadd|copy|tmacopy|all --out DIR --budget-s 300
+    python3 -m validation.portfolio_runs --family rowsum|softmax|rowwise --out DIR --budget-s 300
     python3 -m validation.portfolio_runs --family all --plan          # the points and planned time
 
 Points: validation/portfolio.py (kernels/cuda/vecadd.cu, copy.cu; 256 threads per CTA) and
 validation/portfolio_tmacopy.py (kernels/cuda/tmacopy.cu: TMA load + TMA store, one warp per CTA,
-tensor maps by cuTensorMapEncodeTiled, checked bit for bit against the input). Per point:
+tensor maps by cuTensorMapEncodeTiled, checked bit for bit against the input); `all` is these
+three. validation/rowwise.py (kernels/cuda/rowsum.cu, softmax.cu; `rowwise` = both): checked within
+the f32 error bounds of kernels/rowwise/reference.py (ex2/rcp.approx), time estimates from the bytes
+the kernel accesses (softmax reads x thrice). Per point:
 fresh random inputs (standard normal float32, never zeros), the output poisoned with NaN bits
 (0xFFFFFFFF), one launch, then the output must equal cupy's a + b (or a) bit for bit and no
 element may keep the poison; then timing: CUDA-graph batches of launches timed with CUDA events
@@ -25,6 +29,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -34,6 +39,7 @@ import numpy as np
 from validation import point_runner as pr
 from validation import portfolio as pf
 from validation import portfolio_tmacopy as ptc
+from validation import rowwise as rw
 from validation.harness import encode_tensor_map
 from validation.micro_runner import REPO, cupy, spread, sync
 from validation.power.nvml_sampler import PowerSampler, power_limits
@@ -49,7 +55,9 @@ TIMED_S = 0.1                 # GPU time per timing mode
 COMPILE_S, CHILD_SETUP_S, POINT_OVERHEAD_S = 30.0, 5.0, 0.2
 REQUIRED = ("kind", "group", "family", "name", "params", "error", "provenance")
 RESULTS = ("ms_median", "bytes_per_s", "bytes_moved")
-FAMILIES = (*pf.FAMILIES, ptc.FAMILY)
+FAMILIES = (*pf.FAMILIES, ptc.FAMILY, *rw.FAMILIES)
+GROUPS = ("all", "rowwise")
+"""--family words that name several families: all = vecadd, copy, tmacopy; rowwise = rowsum, softmax."""
 
 
 # ---------------------------------------------------------------- plan (pure)
@@ -71,6 +79,8 @@ def family_points(family: str) -> list[dict]:
     """The points of `family` (one of FAMILIES) or of every family ('all')."""
     if family == "all":
         return pf.points() + ptc.points()
+    if family in (*rw.FAMILIES, "rowwise"):
+        return rw.points(family)
     return ptc.points() if family == ptc.FAMILY else pf.points(family)
 
 
@@ -79,7 +89,7 @@ def plan(family: str) -> list[dict]:
     out = []
     for p in family_points(family):
         sets = n_sets(p["bytes_moved"])
-        est_launch = p["bytes_moved"] / EST_BPS
+        est_launch = p.get("bytes_accessed", p["bytes_moved"]) / EST_BPS
         timed = 2 * (TIMED_S + est_launch * 5)
         setup = (sets * p["bytes_moved"] + 2 * p["bytes_moved"]) / GEN_BPS
         out.append({"group": p["family"], "family": p["family"], "name": p["name"], "params": p,
@@ -117,7 +127,10 @@ def check_record(rec) -> str | None:
 def cubin(family: str) -> pathlib.Path:
     """nvcc kernels/cuda/<family>.cu unless cached (by source and command hash)."""
     src = REPO / "kernels" / "cuda" / f"{family}.cu"
-    h = hashlib.sha256(src.read_bytes() + " ".join(NVCC).encode()).hexdigest()[:12]
+    text = src.read_bytes()
+    headers = b"".join((src.parent / h.decode()).read_bytes() for h in re.findall(rb'#include "([\w.]+)"', text)
+                       if (src.parent / h.decode()).exists())
+    h = hashlib.sha256(text + headers + " ".join(NVCC).encode()).hexdigest()[:12]
     out = BUILD / f"{family}_{h}.cubin"
     if not out.exists():
         BUILD.mkdir(parents=True, exist_ok=True)
@@ -228,6 +241,8 @@ def bench_launches(name: str, launches: list, per: int, batches: int, sampler=No
 def run_point(pt: dict) -> dict:
     if pt["params"]["family"] == ptc.FAMILY:
         return run_tmacopy_point(pt)
+    if pt["params"]["family"] in rw.FAMILIES:
+        return run_rowwise_point(pt)
     cp = cupy()
     p = pt["params"]
     props = cp.cuda.runtime.getDeviceProperties(0)
@@ -299,6 +314,41 @@ def run_tmacopy_point(pt: dict) -> dict:
     return rec
 
 
+def run_rowwise_point(pt: dict) -> dict:
+    """One row-wise point (validation/rowwise.py): check within the bounds, then time as the others."""
+    cp = cupy()
+    p = pt["params"]
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    nsm, l2 = int(props["multiProcessorCount"]), int(props["l2CacheSize"])
+    fn = kernel(p["family"], p["kernel"])
+    g = rw.grid(p["mapping"], p["rows"])
+    seed = 3000 + [x["name"] for x in rw.points()].index(p["name"])
+    rs = cp.random.RandomState(seed)
+    k = n_sets(p["bytes_moved"])
+    sets = [rw.make_set(p, rs, cp) for _ in range(k)]
+    launches = [rw.launcher(fn, p, g, s) for s in sets]
+    check = rw.check(p, launches[0], sets[0], cp, sync)
+    est = p["bytes_accessed"] / EST_BPS
+    per, batches = batching(est, k)
+    ps = PowerSampler(period_s=0.01)
+    timing = bench_launches(p["name"], launches, per, batches, ps)
+    summ = ps.summary(launches=per * batches)
+    rec = {"check": check, "timing": timing, "seed": seed}
+    if p["bytes_moved"] <= 0.8 * l2:
+        hp, hb = batching(est / 4, 1)
+        rec["timing_hot"] = bench_launches(p["name"], launches[:1], hp, hb)
+    del sets, launches
+    cp.get_default_memory_pool().free_all_blocks()
+    ms = timing["ms_median"]
+    rec["results"] = {"ms_median": ms, "bytes_moved": p["bytes_moved"], "bytes_per_s": p["bytes_moved"] / (ms * 1e-3),
+                      "bytes_accessed": p["bytes_accessed"], "ms_hot_median": rec.get("timing_hot", {}).get("ms_median")}
+    rec["launch"] = {"grid": g, "block": p["threads_per_cta"], "sms": nsm, "l2_bytes": l2, **_func_attributes(fn),
+                     "rows_arg": p["rows"], "cols_arg": p["cols"]}
+    rec["sm_clock"] = {"nvml_median_mhz": (summ.get("sm_mhz") or {}).get("median")}
+    rec["power_samples_summary"] = summ
+    return rec
+
+
 def _func_attributes(fn) -> dict:
     """ptxas' registers per thread and static shared bytes of a loaded kernel (None if unknown)."""
     cp = cupy()
@@ -339,18 +389,19 @@ def table(jsonl: pathlib.Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m validation.portfolio_runs", description=__doc__.splitlines()[0])
-    ap.add_argument("--family", default="all", help="vecadd, copy, tmacopy or all")
+    ap.add_argument("--family", default="all", help="vecadd, copy, tmacopy, rowsum, softmax, all (= vecadd + "
+                    "copy + tmacopy) or rowwise (= rowsum + softmax)")
     ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
     ap.add_argument("--plan", action="store_true", help="print the points and planned time; run nothing")
     for hidden in ("--child", "--from", "--deadline", "--prov", "--jsonl"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.family not in (*FAMILIES, "all"):
-        print(f"--family: {a.family!r} is not valid; give one of {', '.join(FAMILIES)}, all", file=sys.stderr)
+    if a.family not in (*FAMILIES, *GROUPS):
+        print(f"--family: {a.family!r} is not valid; give one of {', '.join((*FAMILIES, *GROUPS))}", file=sys.stderr)
         return 2
     if a.child:
-        gpts = [p for p in plan("all") if p["group"] == a.child]
+        gpts = [p for p in plan(a.child) if p["group"] == a.child]
         prov = json.loads(pathlib.Path(a.prov).read_text())
         return pr.run_child(KIND, gpts, run_point, health, int(getattr(a, "from")), float(a.deadline), prov,
                             pathlib.Path(a.jsonl))

@@ -19,9 +19,17 @@ floats for rowsum, rows x cols for softmax); softmax reads each row three times 
 The held-out grid: cols in {1024, 4096, 16384, 32768}; rows so the input x is 8 MiB (L2-resident:
 x + y fit in the 50 MB L2), 128 MiB and 1 GiB; both mappings; both families: 48 points. These sizes
 are the held-out set: the simulator's tests and benchmarks use others.
+
+The GPU pieces (make_set, launcher, check) take the cupy module as an argument; the check is not bit
+for bit (ex2/rcp.approx): every element of y must lie within the f32 error bound of
+kernels/rowwise/reference.py around cupy's float64 result, and none may keep the poison.
 """
 
 from __future__ import annotations
+
+import numpy as np
+
+from kernels.rowwise.reference import sum_depth, within_bounds
 
 FAMILIES = ("rowsum", "softmax")
 MAPPINGS = ("warp", "cta")
@@ -66,3 +74,44 @@ def points(family: str = "rowwise") -> list[dict]:
                                 "bytes_per_array": 4 * rows * cols, "bytes_moved": bytes_moved(fam, rows, cols),
                                 "bytes_accessed": bytes_accessed(fam, rows, cols)})
     return out
+
+
+# ---------------------------------------------------------------- GPU pieces (cupy passed in)
+def make_set(p: dict, rs, cp) -> tuple:
+    """([x], y): fresh standard-normal x (rows x cols f32) and an output buffer."""
+    out = p["rows"] if p["family"] == "rowsum" else p["n_floats"]
+    return [rs.standard_normal(p["n_floats"], dtype=cp.float32)], cp.empty(out, dtype=cp.float32)
+
+
+def launch_args(p: dict, s) -> tuple:
+    ins, out = s
+    return (*ins, out, np.int32(p["rows"]), np.int32(p["cols"]))
+
+
+def launcher(fn, p: dict, g: int, s):
+    """A no-argument callable that launches the kernel once on set `s`."""
+    args = launch_args(p, s)
+    return lambda: fn((g,), (p["threads_per_cta"],), args)
+
+
+def check(p: dict, launch, s, cp, sync) -> dict:
+    """Poison y, launch once, every element within the bound around cupy's float64 result and
+    none unwritten; raises RuntimeError otherwise."""
+    ins, out = s
+    out.view(cp.uint32).fill(0xFFFFFFFF)
+    launch()
+    sync(p["name"] + " check launch")
+    x = ins[0].reshape(p["rows"], p["cols"])
+    y = out if p["family"] == "rowsum" else out.reshape(p["rows"], p["cols"])
+    depth = sum_depth(p["cols"], p["mapping"], p["threads_per_cta"] // 32)
+    ok, worst = within_bounds(p["family"], x, y, depth, xp=cp)
+    unwritten = int(cp.count_nonzero(out.view(cp.uint32) == 0xFFFFFFFF))
+    cp.get_default_memory_pool().free_all_blocks()
+    res = {"passed": ok and unwritten == 0, "elements": int(out.size), "worst_error_over_bound": worst,
+           "unwritten": unwritten, "sum_depth": depth,
+           "reference": "cupy float64 " + ("row sum" if p["family"] == "rowsum" else "softmax")
+           + "; bound: kernels/rowwise/reference.py (f32 roundings, ex2.approx 2 ulp, rcp.approx 1 ulp)",
+           "inputs": "standard normal float32, fresh per point", "poison": "0xFFFFFFFF (NaN)"}
+    if not res["passed"]:
+        raise RuntimeError(f"check failed: worst error / bound {worst:.3g}, {unwritten} unwritten")
+    return res

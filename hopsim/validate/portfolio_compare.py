@@ -1,11 +1,13 @@
-"""Compare the memory-bound portfolio (vecadd, copy, tmacopy) with its held-out H100 records, once.
+"""Compare the memory-bound portfolio (vecadd, copy, tmacopy, rowsum, softmax) with its held-out H100
+records, once.
 
     python3 -m hopsim.validate.portfolio_compare --records validation/records/h100/portfolio \
         --out validation/reports/h100/portfolio [--jobs 2]
 
-The records (`python3 -m validation.portfolio_runs`, kernels/cuda/vecadd.cu, copy.cu, tmacopy.cu) are
-measured after the model is frozen; the model's fingerprint is written in the report. Each point
-is simulated through the CLI as a user would (`hopsim simulate vecadd|copy|tmacopy`), at the predicted
+The records (`python3 -m validation.portfolio_runs`, kernels/cuda/vecadd.cu, copy.cu, tmacopy.cu,
+rowsum.cu, softmax.cu) are measured after the model is frozen; the model's fingerprint is written
+in the report. Each point is simulated through the CLI as a user would (`hopsim simulate
+vecadd|copy|tmacopy`, `hopsim simulate rowsum|softmax --rows --cols --mapping`), at the predicted
 clock (`--clock sustained`, the real prediction) and at the record's NVML median SM clock (a
 diagnostic of the SM + memory model alone). Errors are simulated / measured - 1 of the kernel
 time (the median per launch of CUDA-graph batches, inputs rotated so nothing stays in L2).
@@ -21,6 +23,7 @@ import sys
 from hopsim.validate.heldout import _err, _stats, read_jsonl, run
 
 VEC = {"f32": 1, "f4": 4, "f32_gs": 1, "f4_gs": 4}
+ROWWISE = ("rowsum", "softmax")
 
 
 def load(records: pathlib.Path) -> list[dict]:
@@ -43,6 +46,9 @@ def cli_args(rec: dict) -> list[str]:
     p = rec["params"]
     if p["family"] == "tmacopy":
         return tmacopy_args(rec)
+    if p["family"] in ROWWISE:
+        return [p["family"], "--rows", str(p["rows"]), "--cols", str(p["cols"]), "--mapping", p["mapping"],
+                "--threads", str(p.get("threads_per_cta", 256))]
     args = [p["family"], "--n", str(p["n_floats"]), "--vec", str(VEC[p["variant"]]),
             "--threads", str(p.get("threads_per_cta", 256))]
     if p["variant"].endswith("_gs"):
