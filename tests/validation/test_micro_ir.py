@@ -19,7 +19,7 @@ from hopsim.validate.micro_ir.mem import smem_kway_cycles
 from hopsim.validate.micro_ir.run import gpu_at, run_kernel
 from hopsim.validate.micro_ir.sync import fanout_wakes
 from hopsim.validate.micro_ir.tma import issue_run, latency_run
-from hopsim.validate.micro_ir.wgmma import round_cycles
+from hopsim.validate.micro_ir.wgmma import queue_cycles, round_cycles, swizzle_cycles
 from isa.ir.parser import parse
 
 TARGET = 0.10  # issue 14: microbenchmarks through simulate() within 10% of the H100
@@ -37,6 +37,8 @@ def test_goldens_are_the_records():
     assert REC["tma_latency"]["results"]["tensor_2d"]["HBM,64x8"]["by_k"]["8"]["round_trip_cycles"]["median"] == 1513.0
     assert REC["tma_issue"]["results"]["R8,warp_lane0"]["by_k"]["4"]["issue_cycles"] == 335.0
     assert REC["wgmma"]["results"]["by_config"]["m64n256k16,f16,f32,SS,C1,WG1"]["round_cycles_by_L"]["16"] == 2126.890625
+    assert REC["wgmma_queue"]["results"]["by_config"]["m64n128k16,L8,C1,wait0"]["round_cycles"] == 566.0
+    assert REC["wgmma_swizzle"]["results"]["n128_sp64_nn_wg2"] == 511.9825
 
 
 def test_smem_8way_conflict_chase():
@@ -57,6 +59,14 @@ def test_tma_issue_4_boxes_lane0_predicated():
 
 def test_wgmma_chain_n256_16_deep():
     _close(round_cycles(256, 0, False, 1, 16, 1, GPU), 2126.890625)
+
+
+def test_wgmma_queue_round_of_8_on_an_empty_pipe():
+    _close(queue_cycles(128, 8, 1, 0, GPU, iters=16)[1], 566.0)
+
+
+def test_wgmma_ktile_two_warpgroups_64b_swizzle_mn_major_b():
+    _close(swizzle_cycles(128, 64, True, 2, GPU, iters=100, warm=10), 511.9825)
 
 
 CLOCKS = r"""
