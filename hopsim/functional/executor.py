@@ -284,6 +284,9 @@ class CTAExecutor:
         if kind == "bulk":
             st = self.bulk.get(key[1])
             return st is not None and st["completed"] > key[2]
+        if kind == "bulkr":
+            st = self.bulk.get(key[1])
+            return st is not None and st["read"] > key[2]
         if kind == "cpasync":
             st = self.cpasync.get(key[1])
             return st is not None and st["completed"] > key[2]
@@ -404,6 +407,8 @@ class CTAExecutor:
             return f"wgmma group {key[2]} of warpgroup {key[1]}"
         if k == "bulk":
             return f"bulk-async group {key[2]} of warp {key[1]}"
+        if k == "bulkr":
+            return f"bulk-async group {key[2]} of warp {key[1]} (source reads, .read)"
         if k == "cpasync":
             return f"cp.async group {key[2]} of warp {key[1]}"
         if k == "regs":

@@ -4,7 +4,10 @@ Their data moves in `Effect.complete()` (called by the timing layer at the model
 functional runner lazily), never at issue:
 
     cp.async.bulk.tensor (load)   issue: checks, smem range, tx bytes   complete: box -> smem, complete_tx
-    cp.async.bulk.tensor (store)  issue: checks, bulk group             complete: smem -> global, group done
+    cp.async.bulk.tensor (store)  issue: checks, bulk group             extra["read_complete"]: source read
+                                                                        (smem snapshot, .read group done);
+                                                                        complete: (read if not yet) ->
+                                                                        global, group done
     wgmma.mma_async               issue: fence rule, operand chunks     complete: fetch A/B through the
                                   (collective, once per warpgroup)                descriptors, D = A.B + D
 
@@ -26,7 +29,7 @@ from hopsim.functional import wgmma as W
 from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind, WgmmaInfo
 from hopsim.functional.errors import IllegalInstruction
-from hopsim.functional.ops_sync import advance_bulk, advance_groups, bulk_state, collective
+from hopsim.functional.ops_sync import advance_bulk, advance_bulk_read, advance_groups, bulk_state, collective
 from hopsim.functional.semantics import address_getter, semantics, uniform, uniform_address, uniform_operand, value_getter
 
 _IDS = itertools.count(1)
@@ -125,22 +128,37 @@ def _tma_store(ins, ctx):
         if ex.checker.active:
             ex.checker.smem_read((src // CHUNK, -(-(src + foot) // CHUNK)), "TMA store")
         st = bulk_state(ex, ws.w)
-        rec = [next(_IDS), False]
+        rec = [next(_IDS), False, False]  # id, written, source read
         st["uncommitted"].append(rec)
         group = st["committed"]
         values = ex.values
         w = ws.w
+        snap = []
+
+        def read_complete():
+            """The source has been read: its bytes are taken now (the smem may be reused after
+            cp.async.bulk.wait_group.read), written to global memory at complete()."""
+            if rec[2]:
+                return ()
+            if values:
+                buf = np.zeros(src + foot, dtype=np.uint8)
+                buf[src:] = ex.smem[src:src + foot]
+                snap.append(buf)
+            rec[2] = True
+            return advance_bulk_read(ex, w)
 
         def complete():
+            fired = read_complete()
             if values:
                 for _ in range(n):
-                    bridge.tma_store(ex.gmem, tmap, coords, ex.smem, src)
+                    bridge.tma_store(ex.gmem, tmap, coords, snap[0], src)
             rec[1] = True
-            return advance_bulk(ex, w)
+            return fired + advance_bulk(ex, w)
 
         return Effect(kind=Kind.TMA_STORE, warp=ws.w, lanes=n, smem_range=(src, src + foot), smem_bytes=n * nbytes,
                       gmem_ranges=bridge.global_ranges(ex.gmem, tmap, coords), gmem_bytes=n * nbytes, is_write=True,
-                      tile_key=(handle, coords), group=group, complete=complete)
+                      tile_key=(handle, coords), group=group, complete=complete,
+                      extra={"read_complete": read_complete})
     return fn
 
 

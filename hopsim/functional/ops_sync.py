@@ -410,7 +410,7 @@ def _setmaxnreg(ins, ctx):
 def bulk_state(ex, w: int) -> dict:
     st = ex.bulk.get(w)
     if st is None:
-        st = ex.bulk[w] = {"uncommitted": [], "groups": [], "committed": 0, "completed": 0}
+        st = ex.bulk[w] = {"uncommitted": [], "groups": [], "committed": 0, "completed": 0, "read": 0}
     return st
 
 
@@ -423,6 +423,17 @@ def advance_bulk(ex, w: int) -> tuple:
     return tuple(fired)
 
 
+def advance_bulk_read(ex, w: int) -> tuple:
+    """Groups of warp w whose stores have all read their shared-memory source, in order: the
+    events ("bulkr", w, group) that cp.async.bulk.wait_group.read waits on."""
+    st = bulk_state(ex, w)
+    fired = []
+    while st["read"] < st["committed"] and all(rec[2] for rec in st["groups"][st["read"]]):
+        st["read"] += 1
+        fired.append(("bulkr", w, st["read"] - 1))
+    return tuple(fired)
+
+
 @semantics(I.CpAsyncBulkCommitGroup)
 def _bulk_commit(ins, ctx):
     def fn(ex, ws, mask):
@@ -432,7 +443,7 @@ def _bulk_commit(ins, ctx):
         st["uncommitted"] = []
         st["committed"] += 1
         return Effect(kind=Kind.BULK_COMMIT, warp=ws.w, lanes=int(np.count_nonzero(mask)), group=group,
-                      fired=advance_bulk(ex, ws.w))
+                      fired=advance_bulk_read(ex, ws.w) + advance_bulk(ex, ws.w))
     return fn
 
 
@@ -444,9 +455,9 @@ def _bulk_wait(ins, ctx):
     def fn(ex, ws, mask):
         st = bulk_state(ex, ws.w)
         need = st["committed"] - n
-        if need <= 0 or st["completed"] >= need:
+        if need <= 0 or st["read" if read else "completed"] >= need:
             return Effect(kind=Kind.BULK_WAIT, warp=ws.w, lanes=ws.nactive, extra={"read": read})
-        key = ("bulk", ws.w, need - 1)
+        key = ("bulkr" if read else "bulk", ws.w, need - 1)
         ws.block = (key, Kind.BULK_WAIT, True, None)
         return Effect(kind=Kind.BULK_WAIT, warp=ws.w, lanes=ws.nactive, group=need - 1, blocked_on=key,
                       extra={"read": read})

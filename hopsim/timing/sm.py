@@ -56,7 +56,8 @@ DRAIN = frozenset({Kind.EXIT, Kind.BAR_SYNC, Kind.FENCE})
 """Instructions before which a warp waits for all its scoreboarded loads."""
 
 WAIT_NAME = {"mbar": "mbarrier", "bar": "bar.sync", "rdv": "warpgroup_rendezvous",
-             "wgmma": "wgmma.wait_group", "bulk": "bulk.wait_group", "cpasync": "cp.async.wait_group"}
+             "wgmma": "wgmma.wait_group", "bulk": "bulk.wait_group", "bulkr": "bulk.wait_group",
+             "cpasync": "cp.async.wait_group"}
 
 
 class SM:
@@ -234,6 +235,16 @@ class CtaRun:
         self.pending_async -= 1
         self._fire(eff.complete())
 
+    def _call_at(self, t: float, fn, fifo_key) -> None:
+        """Run fn() (returning fired event keys) at cycle t, as _at: integer, FIFO per key. Not an
+        async op of its own (its op's complete() is pending, and calls fn first if not yet)."""
+        t = -(-t // 1)
+        last = self.last_async.get(fifo_key, 0.0)
+        if t < last:
+            t = last
+        self.last_async[fifo_key] = t
+        self.env.timeout(t - self.env.now).callbacks.append(lambda _evt: self._fire(fn()))
+
     # ---------------------------------------------------------------- the CTA
     def run(self):
         procs = [self.env.process(self._warp(w)) for w in range(self.ex.num_warps)]
@@ -359,10 +370,15 @@ class CtaRun:
         return issued + (c.tma_issue_elect if _elect_guarded(eff.instr, self.elected) else c.tma_issue), "tma_issue"
 
     def _tma_store(self, w, eff, issued, smsp, woken):
-        """cp.async.bulk.tensor store (an epilogue store: no role): completes when written to L2."""
+        """cp.async.bulk.tensor store (an epilogue store: no role): its source is read when the TMA
+        unit's fill pipe has taken it (cp.async.bulk.wait_group.read waits for that), it completes
+        when written to L2 (wait_group without .read)."""
         if eff.complete is not None:
-            _read_done, write_done = self.sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
-                                                       eff.gmem_bytes, "store")
+            read_done, write_done = self.sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
+                                                      eff.gmem_bytes, "store")
+            read = eff.extra.get("read_complete")  # absent from scripted executors' effects
+            if read is not None:
+                self._call_at(read_done, read, ("bulkr", w))
             self._at(write_done, eff, ("bulk", w))
         return issued, None
 
