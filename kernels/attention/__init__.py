@@ -16,7 +16,8 @@ stored as f32. Its operands, launch and numpy reference live in hopsim/attention
   softmax.py  the online softmax, the P packing and the final normalisation
   kernel.py   setup, TMA prologue, the KV loop (two wgmma chains), the epilogue
 
-Not FlashAttention-3 yet: no producer warpgroup / ping-pong of two consumer warpgroups, no
+variant "ws" gives the TMA loads to a producer warp (a fifth warp). Not FlashAttention-3 yet: no
+producer warpgroup with setmaxnreg, no ping-pong of two consumer warpgroups (named barriers), no
 intra-warpgroup overlap of softmax and the next Q K^T, no causal mask, f32 output by direct stores
 (no TMA store), one head (every CTA reads the whole K and V).
 """

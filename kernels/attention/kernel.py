@@ -10,6 +10,9 @@
                 A from registers and V MN-major (trans-b 1); commit; wait_group 0; lane 0 of every
                 warp arrives on empty[s]; warp 0 waits empty[s] (phase ph) and loads block j + S
     epilogue    O /= rowsum; st.global.v2.f32 of each thread's pairs (row, col), (row, col + 1)
+    ws          warp 4 (threads 128..159) is the producer: Q, then for every block j: wait empty[s]
+                (phase flipped: the first pass needs no release), load block j into stage s; the
+                warpgroup only waits full[s], computes and releases (no refill, no prologue)
 
 Branches are warp-uniform (as in kernels/gemm/): `if (threadIdx.x == 0)` is the whole warp with the
 lanes predicated. Names of values follow the GEMM emitter (kernels/gemm/emit.py).
@@ -170,7 +173,28 @@ def release_and_refill(em: Emitter, j: Reg, ph: Reg, nxt) -> None:
     load_kv(em, kl)
 
 
-def mainloop(em: Emitter) -> None:
+def producer_warp(em: Emitter, done) -> None:
+    """ws: the producer warp loads Q, then every KV block j into stage j % S once the warpgroup
+    released the stage's previous block (empty[s], phase (j / S) & 1 ^ 1)."""
+    b, plan = em.b, em.plan
+    load_q(em)
+    j, s, ph = em.u32("pj"), em.u32("s"), em.u32("ph")
+    b.mov("u32", j, 0)
+    top = b.place(em.label("PLOOP"))
+    em.stage_phase(s, ph, j, flip=True)
+    stage_addrs(em, s)
+    em.wait(em.u32("ebar"), ph)
+    load_kv(em, j)
+    em.loop_back(j, plan.KT, top)
+    b.bra(done, uni=True)
+
+
+def release(em: Emitter) -> None:
+    """ws: lane 0 of every consumer warp arrives on empty[s]."""
+    em.b.mbarrier_arrive(Mem(em.u32("ebar")), guard=Guard(em.pred("lane0")))
+
+
+def mainloop(em: Emitter, ws: bool = False) -> None:
     b, plan = em.b, em.plan
     for r in em.o_acc:
         b.mov("f32", r, 0.0)
@@ -188,7 +212,10 @@ def mainloop(em: Emitter) -> None:
     scores(em)
     softmax.online_block(em, em.s_acc, em.o_acc, em.p_regs, plan.p.softmax_scale * softmax.LOG2E)
     pv(em)
-    release_and_refill(em, j, ph, nxt)
+    if ws:
+        release(em)
+    else:
+        release_and_refill(em, j, ph, nxt)
     em.loop_back(j, plan.KT, top, after=nxt)
 
 
@@ -220,8 +247,20 @@ def build_kernel(params: AttnParams, check: bool = True) -> Kernel:
     em.b.reg_pools(*REG_POOLS)
     declare(em)
     setup(em)
-    prologue(em)
-    mainloop(em)
-    epilogue(em)
+    if params.variant == "ws":
+        done, prod = em.label("DONE"), em.label("PRODUCER")
+        pw = em.pred("producer")
+        em.b.setp("ge", "u32", pw, em.u32("tid"), 128)
+        em.b.bra(prod, guard=Guard(pw))
+        mainloop(em, ws=True)
+        epilogue(em)
+        em.b.bra(done, uni=True)
+        em.b.place(prod)
+        producer_warp(em, done)
+        em.b.place(done)
+    else:
+        prologue(em)
+        mainloop(em)
+        epilogue(em)
     em.b.exit()
     return em.b.build(check=check)

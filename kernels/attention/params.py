@@ -11,6 +11,10 @@ K and V (the tiles are independent: one attention head, q_tiles * 64 queries).
   stages     K/V shared-memory ring depth 1..4 (227 KB per CTA)
   q_tiles    CTAs (independent 64-row Q tiles), 1..1024
   scale      the softmax scale; None: 1/sqrt(d)
+  variant    "single": the consumer warpgroup's warp 0 also issues the TMA loads (fills the ring,
+             refills a stage after the four warps released it); "ws": a fifth warp (threads
+             128..159) is the producer (FlashAttention-3's producer, one warp), the warpgroup
+             only computes
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ TILE_M = 64                     # Q rows of one CTA: one warpgroup's wgmma M
 HEAD_DIMS = (64, 128)
 KV_BLOCKS = (64, 128)
 MAX_STAGES = 4
+VARIANTS = ("single", "ws")
 MAX_Q_TILES = 1024
 MAX_SEQ = 1 << 16               # keys (the simulation is per element; larger is not useful here)
 SMEM_PER_CTA_MAX_BYTES = 227 * 1024   # sm90 opt-in dynamic + static shared memory per CTA
@@ -53,6 +58,7 @@ class AttnParams:
     stages: int = 2
     q_tiles: int = 1
     scale: float | None = None
+    variant: str = "single"
 
     def __post_init__(self) -> None:
         for f in ("seq", "head_dim", "kv_block", "stages", "q_tiles"):
@@ -63,6 +69,7 @@ class AttnParams:
               f"a positive multiple of kv_block ({self.kv_block}), at most {MAX_SEQ} (no tail masking)")
         _need(1 <= self.q_tiles <= MAX_Q_TILES, "q_tiles", self.q_tiles, f"1..{MAX_Q_TILES}")
         _need(1 <= self.stages <= MAX_STAGES, "stages", self.stages, f"1..{MAX_STAGES}")
+        _need(self.variant in VARIANTS, "variant", self.variant, "single or ws (a producer warp)")
         if self.scale is not None:
             ok = isinstance(self.scale, numbers.Real) and not isinstance(self.scale, bool) \
                 and math.isfinite(self.scale) and self.scale > 0
@@ -118,7 +125,8 @@ class AttnParams:
 
     @property
     def threads(self) -> int:
-        return 128
+        """One consumer warpgroup, plus the producer warp in ws."""
+        return 128 + (32 if self.variant == "ws" else 0)
 
     @property
     def flops(self) -> int:
@@ -128,4 +136,5 @@ class AttnParams:
     @property
     def tag(self) -> str:
         s = "" if self.scale is None else f"_sc{self.scale:g}"
-        return f"attn_n{self.seq}_d{self.head_dim}_kv{self.kv_block}_s{self.stages}_t{self.q_tiles}{s}"
+        v = "_ws" if self.variant == "ws" else ""
+        return f"attn_n{self.seq}_d{self.head_dim}_kv{self.kv_block}_s{self.stages}_t{self.q_tiles}{v}{s}"
