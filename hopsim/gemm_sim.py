@@ -169,6 +169,13 @@ def clock_fields(run: GemmRun) -> dict:
                       "governor_reaction_s": sol.reaction_s}}
 
 
+def sm_share(res) -> float:
+    """The clock solve's prior (hopsim/power/solve.py): the share of a GEMM's cycles at the boost
+    clock that are SM-clock work, taken as the tensor pipe's busy share (the wgmma work is a fixed
+    number of SM cycles; the rest is mostly waiting on TMA loads, whose latency is in ns)."""
+    return float(res.busy.get("tensor", 1.0))
+
+
 def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained", *, mode: str = "auto",
                           check: bool = False, trace: bool = False, seed: int = 0,
                           power: PowerModel | None = None) -> GemmRun:
@@ -189,7 +196,8 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
         runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed, plan_cache=plans)
         return runs[mhz].result
 
-    solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm)
+    solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm,
+                         sm_share=sm_share)
     sol = solver.solve()
     mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(choice, choice)
     pt = solver.point(mhz)

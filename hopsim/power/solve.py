@@ -8,14 +8,38 @@ A benchmark loop (launches back to back) settles at the sustained clock; a singl
 than `governor_reaction_s` (the step record: the clock starts to fall ~87 ms after load on) runs
 at the boost clock. Power is the steady NVML averaged reading the driver holds to the limit.
 
-The solve: simulate at the boost clock; if that is within the limits, sustained = boost. Else
-estimate each candidate clock's cycles from the clocks already simulated (linear interpolation
-in f between them, constant beyond), bisect the supported list for the highest clock within the
-limits, simulate there, and repeat until the chosen clock is one already simulated (at most
-`MAX_SIMS` simulations). Rates = counts / time(f), so a memory-bound launch, whose cycles fall
-as f falls (L2/HBM bandwidth per SM cycle grows), speeds up less and draws less power; the
-counts (FLOPs, bytes, instructions) are taken from the nearest simulated clock. Results are
-cached by clock (`cache`), so `--clock MHZ` and the boost/sustained pair share simulations.
+The solve (at most `MAX_SIMS` simulations; usually 2: the boost clock and the chosen one):
+
+  1. Simulate at the boost clock f_b. Within the limits there: sustained = boost (1 simulation).
+  2. Estimate every supported clock's cycles from the clocks simulated so far (`cycles_estimate`),
+     with the physical model cycles(f) = C_sm + T_mem * f: SM-clock work (issue, tensor cores,
+     shared memory) is a fixed number of cycles, memory time (L2/HBM latency and bandwidth) a fixed
+     number of nanoseconds, so a memory-bound launch's cycles fall as f falls.
+       - at a simulated clock: its cycles;
+       - between two simulated clocks: linear interpolation (the chord);
+       - below the lowest simulated clock f_0: the affine line through it with slope
+           the prior (1 - s) * cycles(f_b) / f_b, where s = `sm_share(boost result)` is the share
+             of the boost cycles that are SM-clock work (given by the caller, e.g. a GEMM's
+             tensor-busy share; without one: no prior);
+           with two or more simulated clocks, the smaller of the prior and the secant of the two
+             lowest (measured cycles(f) is convex: its slope shrinks as f falls and the launch
+             turns SM-bound, so the secant over-estimates the slope below it);
+           no prior and one simulated clock: slope 0 (cycles held constant).
+         The slope is clamped to [0, cycles(f_0) / f_0]: cycles never rise and time never falls
+         as f falls.
+     Counts (FLOPs, bytes, instructions) come from the nearest simulated clock.
+  3. Predicted power is monotone in f under these estimates, so bisection over the supported list
+     finds the highest clock whose estimate is within the limits; simulate it (its report's cycles
+     come from that simulation) and repeat from 2 until the chosen clock is one already simulated.
+     The result: the chosen clock is simulated and within the limits by its own simulation, and
+     the next higher supported clock is estimated over the limit (it lies between two simulated
+     clocks, or is one). When the estimate is exact for affine cycles(f) the loop ends after 2
+     simulations. If `MAX_SIMS` is reached first, the highest simulated clock within the limits
+     is chosen (the lowest simulated one if none is).
+
+Rates = counts / time(f), so a memory-bound launch, whose cycles fall as f falls (L2/HBM bandwidth
+per SM cycle grows), speeds up less and draws less power. Results are cached by clock (`cache`),
+so `--clock MHZ` and the boost/sustained pair share simulations.
 """
 
 from __future__ import annotations
@@ -82,11 +106,14 @@ class ClockSolution:
 
 
 class ClockSolver:
-    """Simulations by clock (cached) and the power model; `point(mhz)` and `solve()`."""
+    """Simulations by clock (cached) and the power model; `point(mhz)` and `solve()`.
+    `sm_share(result)` -> [0, 1]: the share of a run's cycles that is SM-clock work (the prior of
+    step 2 in the module docstring; None: 1, cycles held constant below the boost clock)."""
 
     def __init__(self, simulate_at: Callable[[float], Any], events_of: Callable[[Any], Events],
-                 model: PowerModel):
+                 model: PowerModel, sm_share: Callable[[Any], float] | None = None):
         self.simulate_at, self.events_of, self.model = simulate_at, events_of, model
+        self.sm_share = sm_share
         self.cache: dict[float, Any] = {}
 
     def result(self, mhz: float) -> Any:
@@ -103,32 +130,51 @@ class ClockSolver:
         return ClockPoint(float(mhz), res.cycles, secs * 1e3, p, p * secs * 1e3,
                           self.model.binding(mhz, ev, secs) if secs > 0 else None, res)
 
-    def _estimate_ok(self, mhz: float) -> bool:
-        """Within the limits at `mhz`, cycles interpolated from the simulated clocks."""
-        known = sorted(self.cache)
+    def _slope_below(self, known: list[float]) -> float:
+        """Cycles per MHz below the lowest simulated clock (secant or prior, clamped)."""
+        f0, c0 = known[0], self.cache[known[0]].cycles
+        slope = None
+        if self.sm_share is not None:                    # the prior, from the boost run
+            top = known[-1]
+            share = min(1.0, max(0.0, float(self.sm_share(self.cache[top]))))
+            slope = (1.0 - share) * self.cache[top].cycles / top
+        if len(known) >= 2:
+            f1, c1 = known[1], self.cache[known[1]].cycles
+            secant = (c1 - c0) / (f1 - f0)
+            slope = secant if slope is None else min(slope, secant)
+        return min(max(slope or 0.0, 0.0), c0 / f0)
+
+    def cycles_estimate(self, mhz: float) -> float:
+        """Cycles at `mhz` from the simulated clocks (module docstring, step 2)."""
         if mhz in self.cache:
-            cycles = self.cache[mhz].cycles
-        elif mhz <= known[0] or mhz >= known[-1]:
-            cycles = self.cache[known[0] if mhz <= known[0] else known[-1]].cycles
-        else:
-            hi = min(k for k in known if k > mhz)
-            lo = max(k for k in known if k < mhz)
-            w = (mhz - lo) / (hi - lo)
-            cycles = (1 - w) * self.cache[lo].cycles + w * self.cache[hi].cycles
-        nearest = min(known, key=lambda k: abs(k - mhz))
+            return float(self.cache[mhz].cycles)
+        known = sorted(self.cache)
+        if mhz < known[0]:
+            return self.cache[known[0]].cycles - self._slope_below(known) * (known[0] - mhz)
+        if mhz > known[-1]:
+            return float(self.cache[known[-1]].cycles)
+        hi = min(k for k in known if k > mhz)
+        lo = max(k for k in known if k < mhz)
+        w = (mhz - lo) / (hi - lo)
+        return (1 - w) * self.cache[lo].cycles + w * self.cache[hi].cycles
+
+    def estimate_ok(self, mhz: float) -> bool:
+        """Within the limits at `mhz` with the estimated cycles (the simulated ones at a simulated clock)."""
+        cycles = self.cycles_estimate(mhz)
+        nearest = min(self.cache, key=lambda k: abs(k - mhz))
         secs = cycles / (mhz * 1e6)
         return secs <= 0 or self.model.binding(mhz, self.events_of(self.cache[nearest]), secs) is None
 
     def _highest_ok(self) -> float:
         clocks = self.model.supported_clocks()           # highest first; ok is monotone in f
-        if self._estimate_ok(clocks[0]):
+        if self.estimate_ok(clocks[0]):
             return clocks[0]
         lo, hi = 0, len(clocks) - 1                      # clocks[lo] not ok
-        if not self._estimate_ok(clocks[hi]):
+        if not self.estimate_ok(clocks[hi]):
             return clocks[hi]
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self._estimate_ok(clocks[mid]):
+            if self.estimate_ok(clocks[mid]):
                 hi = mid
             else:
                 lo = mid
@@ -137,11 +183,14 @@ class ClockSolver:
     def solve(self) -> ClockSolution:
         boost = self.point(self.model.f_max)
         f = self.model.f_max
-        for _ in range(MAX_SIMS - 1):
+        for _ in range(MAX_SIMS):
             f = self._highest_ok()
-            if f in self.cache:
+            if f in self.cache or len(self.cache) >= MAX_SIMS:
                 break
             self.result(f)
+        if f not in self.cache:                          # MAX_SIMS reached before the fixed point
+            ok = [k for k in self.cache if self.estimate_ok(k)]
+            f = max(ok) if ok else min(self.cache)
         sus = self.point(f)
         limit = None if f == boost.mhz else (boost.binding or "power")
         react = self.model.v["governor_reaction_s"]

@@ -29,36 +29,47 @@ from hopsim.functional.effect import Kind
 from hopsim.timing.memory import GLINE, LINE, SmLink, coalesce
 
 
-def capture_tiles(ex, stop=None) -> list[list]:
+def capture_tiles(ex, stop=None, favour=None) -> list[list]:
     """Run one CTA executor in zero time; return its TMA-load (tile key, bytes) per warp, with
     the 128-B lines of its ld.global as tiles (GLINE, (line,)) in issue order.
 
     Scheduling as the functional runner does it: round-robin over warps, each issues until it
     blocks; when all are blocked the oldest pending async op completes. `stop(tiles)` -> True
-    ends the run early (partial capture).
+    ends the run early (partial capture). `favour` (a set of warps, partial captures only): the
+    other warps issue one instruction each per round, and only while every favoured warp is
+    blocked (e.g. to reach the bar.sync the favoured warps wait on), so their work past that point
+    is not executed; a warp's values do not depend on the interleaving (and the plan is checked
+    against every CTA simulated in detail).
     """
     tiles: list[list] = [[] for _ in range(ex.num_warps)]
     pending: deque = deque()
     live = list(range(ex.num_warps))
     while live:
         progressed = False
-        for w in list(live):
-            while True:
-                eff = ex.issue(w, 256)
-                if eff.blocked_on is not None:
-                    break
-                progressed = True
-                if eff.kind == Kind.TMA_LOAD:
-                    tiles[w].append((eff.tile_key, eff.gmem_bytes))
-                    if stop is not None and stop(tiles):
-                        return tiles
-                elif eff.kind == Kind.LD_GLOBAL and eff.gmem_ranges:  # its lines, as sm.py reads them
-                    tiles[w].extend(((GLINE, (a // LINE,)), b) for a, b in coalesce(eff.gmem_ranges).items())
-                if eff.complete is not None:
-                    pending.append(eff)
-                if eff.kind == Kind.EXIT:
-                    live.remove(w)
-                    break
+        groups = (((live, 256),) if favour is None else
+                  (([w for w in live if w in favour], 256), ([w for w in live if w not in favour], 1)))
+        for group, batch in groups:
+            for w in group:
+                while True:
+                    eff = ex.issue(w, batch)
+                    if eff.blocked_on is not None:
+                        break
+                    progressed = True
+                    if eff.kind == Kind.TMA_LOAD:
+                        tiles[w].append((eff.tile_key, eff.gmem_bytes))
+                        if stop is not None and stop(tiles):
+                            return tiles
+                    elif eff.kind == Kind.LD_GLOBAL and eff.gmem_ranges:  # its lines, as sm.py reads them
+                        tiles[w].extend(((GLINE, (a // LINE,)), b) for a, b in coalesce(eff.gmem_ranges).items())
+                    if eff.complete is not None:
+                        pending.append(eff)
+                    if eff.kind == Kind.EXIT:
+                        live.remove(w)
+                        break
+                    if batch == 1:
+                        break
+            if progressed:
+                break
         if not progressed:
             if not pending:
                 raise ex.deadlock_error()
@@ -105,7 +116,7 @@ class TilePlan:
         def stop(tiles):
             return all(any(k[0] == h for k, _ in tiles[w]) for w, h in need)
 
-        got = capture_tiles(self.make_executor(cta), stop)
+        got = capture_tiles(self.make_executor(cta), stop, favour={w for w, _h in need})
         off = {}
         for w, row in enumerate(got):
             for k, _ in row:
