@@ -167,7 +167,7 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
                 best = (sse, float(v0), x, res)
     sse, v0, x, res = best
     rms = (sse / len(pts)) ** 0.5
-    fit_src = src(f"wgmma.jsonl + units.jsonl: least squares over {len(pts)} steady points "
+    fit_src = src(f"wgmma.jsonl + units.jsonl + partial_wgmma.jsonl: least squares over {len(pts)} steady points "
                   f"(rms residual {rms:.1f} W), see calibrate_power.py")
     out["voltage_intercept"] = (v0, fit_src.replace("least squares", "grid search + least squares"))
     for k, val in x.items():
