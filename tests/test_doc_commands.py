@@ -30,7 +30,7 @@ import sys
 import pytest
 
 from hopsim.cli import build_parser
-from hopsim.cli import attention_cmd, membound_cmd, rowwise_cmd
+from hopsim.cli import attention_cmd, membound_cmd, rowwise_cmd, tmacopy_cmd
 from hopsim.cli.simulate_cmd import gemm_parser, ptx_parser
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -108,7 +108,8 @@ def _check_hopsim(words: list[str]) -> list[str]:
             return [f"unknown flag {f}" for f in _flags(rest[1:]) if f not in ("--help",)]
         parser, rest = (gemm_parser() if target == "gemm" else membound_cmd.parser(target)
                         if target in membound_cmd.FAMILIES else rowwise_cmd.parser(target)
-                        if target in rowwise_cmd.FAMILIES else attention_cmd.parser()
+                        if target in rowwise_cmd.FAMILIES else tmacopy_cmd.parser()
+                        if target == tmacopy_cmd.FAMILY else attention_cmd.parser()
                         if target == attention_cmd.FAMILY else ptx_parser()), rest[2:]
     else:
         while rest and not rest[0].startswith("-"):
