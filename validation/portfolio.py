@@ -27,6 +27,8 @@ in L2) and the SM clock.
 
 from __future__ import annotations
 
+import os
+
 FAMILIES = ("vecadd", "copy")
 VARIANTS = ("f32", "f4", "f32_gs", "f4_gs")
 THREADS = 256
@@ -36,6 +38,23 @@ BYTES_PER_FLOAT = {"vecadd": 12, "copy": 8}
 #: floats per array: L2-resident (1M: 4 MiB per array) .. 1G floats (4 GiB per array), and the
 #: issue's two float4 grids of 8448 and 67584 CTAs of 256 threads (8448*256*4 floats etc.)
 SIZES = (1 << 20, 1 << 22, 8448 * THREADS * 4, 1 << 24, 67584 * THREADS * 4, 1 << 28, 1 << 30)
+
+
+#: The second held-out set (drawn 2026-11-24, after the first set's comparison, for the model
+#: changes made since: launch/CTA-dispatch cost, L2 state between launches): sizes never measured
+#: before, from L2-resident (1.5M floats: 6 MiB per array) to 768 MiB per array. Chosen by
+#: `HOPSIM_PORTFOLIO_SET=heldout2` (or `portfolio_runs --set heldout2`); records carry `set`.
+HELDOUT2_SIZES = (1536 << 10, 3 << 20, 6 << 20, 12 << 20, 48 << 20, 192 << 20)
+SETS = {"heldout1": SIZES, "heldout2": HELDOUT2_SIZES}
+SET_ENV = "HOPSIM_PORTFOLIO_SET"
+
+
+def active_set() -> str:
+    """The vecadd/copy size set a run measures: $HOPSIM_PORTFOLIO_SET, default heldout1."""
+    name = os.environ.get(SET_ENV, "heldout1")
+    if name not in SETS:
+        raise ValueError(f"{SET_ENV}={name!r} is not valid; give one of {', '.join(SETS)}")
+    return name
 
 
 def kernel_name(family: str, variant: str) -> str:
@@ -55,15 +74,18 @@ def grid(variant: str, n_floats: int, sms: int = 132) -> int:
     return -(-elements(variant, n_floats) // THREADS)
 
 
-def points(family: str = "all") -> list[dict]:
-    """Every portfolio point of `family` ('vecadd', 'copy' or 'all'), in run order."""
+def points(family: str = "all", size_set: str | None = None) -> list[dict]:
+    """Every portfolio point of `family` ('vecadd', 'copy' or 'all') in the size set `size_set`
+    (default: active_set()), in run order."""
     fams = FAMILIES if family == "all" else (family,)
+    size_set = size_set or active_set()
     out = []
     for fam in fams:
-        for n in SIZES:
+        for n in SETS[size_set]:
             for v in VARIANTS:
                 out.append({"family": fam, "variant": v, "name": f"{fam}_{v}_n{n}", "kernel": kernel_name(fam, v),
                             "source": f"kernels/cuda/{fam}.cu", "n_floats": n, "n_elements": elements(v, n),
                             "threads_per_cta": THREADS, "grid_132sm": grid(v, n),
-                            "bytes_per_array": 4 * n, "bytes_moved": BYTES_PER_FLOAT[fam] * n})
+                            "bytes_per_array": 4 * n, "bytes_moved": BYTES_PER_FLOAT[fam] * n,
+                            "set": size_set})
     return out

@@ -394,9 +394,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
     ap.add_argument("--plan", action="store_true", help="print the points and planned time; run nothing")
+    ap.add_argument("--set", default=None, help="vecadd/copy size set: heldout1 (default) or heldout2 "
+                    "(validation/portfolio.py SETS; children inherit it through $HOPSIM_PORTFOLIO_SET)")
     for hidden in ("--child", "--from", "--deadline", "--prov", "--jsonl"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.set is not None:
+        if a.set not in pf.SETS:
+            print(f"--set: {a.set!r} is not valid; give one of {', '.join(pf.SETS)}", file=sys.stderr)
+            return 2
+        os.environ[pf.SET_ENV] = a.set
     if a.family not in (*FAMILIES, *GROUPS):
         print(f"--family: {a.family!r} is not valid; give one of {', '.join((*FAMILIES, *GROUPS))}", file=sys.stderr)
         return 2
