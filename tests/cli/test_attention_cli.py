@@ -64,3 +64,13 @@ def test_usage_error_is_one_line_exit_2(capsys):
         main(["simulate", "attention", "--seq", "abc"])
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1 and "--seq" in err[0], err
+
+
+def test_trace_and_plot_are_written(tmp_path, capsys):
+    trace, plot = tmp_path / "a.json", tmp_path / "a.png"
+    assert main(["simulate", "attention", "--seq", "128", "--variant", "ws", "--trace", str(trace),
+                 "--plot", str(plot), "--clock", "boost", "--no-progress"]) == 0
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert any("wgmma" in str(e.get("name", "")) for e in events)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
