@@ -460,7 +460,15 @@ class DispatchResidency:
       - resident otherwise: a hit, read at about the same time by the r readers of T in its share
         window [c, c + slots) (opened by the first reader after the previous window): the L2
         reads the bytes once for them (share 1/r of the L2 read bandwidth) and delivers them to
-        each SM (`MemorySystem._l2_service`).
+        each SM (`MemorySystem._l2_service`);
+      - read again by the warp that read it before (a row kernel's second pass): the first read
+        has completed (the warp's later reads depend on it), so it is not part of that fetch: a
+        hit if it is still resident by LRU reuse distance (Mattson et al., "Evaluation techniques
+        for storage hierarchies", IBM Syst. J. 1970: a reference hits a fully associative LRU
+        cache iff the distinct bytes touched since its last use fit), else a fresh miss. The bytes
+        touched chip-wide in between are estimated as the warp's own distinct bytes between the two
+        reads times the warps resident at once (slots x the plan's warps that read global
+        memory, all streaming alike); stores are not counted. `_classify_walk`.
     `classify(cta)` returns a `CtaHits` (its `key` is the memo key).
 
     Representation (speed; same decisions as a per-tile dict walk): the plan's tiles of every CTA
@@ -493,6 +501,8 @@ class DispatchResidency:
         self._win_share = np.zeros(self.num_tiles)
         self._sh_end = np.full(self.num_tiles, -1, dtype=np.int64)  # share window end (exclusive)
         self._sh_share = np.zeros(self.num_tiles)
+        reading = sum(1 for w in range(len(self.starts) - 1) if self.starts[w + 1] > self.starts[w])
+        self._concurrent = slots * max(1, reading)  # warps reading global memory at once, chip-wide
 
     def fresh(self, residency) -> "DispatchResidency":
         """The same plan arrays over another (empty) L2 residency, with no windows open (another
@@ -545,11 +555,31 @@ class DispatchResidency:
         return CtaHits(real, share, self.starts)
 
     def _classify_walk(self, cta: int, ids: np.ndarray, hit: np.ndarray) -> CtaHits:
-        """Tile by tile (a CTA that reads one tile twice: later reads see the earlier's window)."""
+        """Tile by tile (a CTA that reads one tile twice: later reads see the earlier's window; a
+        warp's own re-read is a hit or a fresh miss by reuse distance, see the class docstring)."""
         r = self._readers(ids, cta).tolist()
         end = cta + self.slots
         out_hit, share = [], []
+        nb, starts, res = self._nb_list, self.starts, self.residency
+        w, last, touched = 0, {}, 0  # last: tile -> the warp's bytes read before its latest read
         for j, (t, h) in enumerate(zip(ids.tolist(), hit.tolist())):
+            while j >= starts[w + 1]:
+                w, last, touched = w + 1, {}, 0
+            before = last.get(t)
+            last[t] = touched
+            touched += nb[j]
+            if before is not None and h:   # the warp's own re-read (a hit at dispatch)
+                if (touched - nb[j] - before) * self._concurrent > res.capacity:
+                    res.hits, res.misses = res.hits - 1, res.misses + 1
+                    res.hit_bytes, res.miss_bytes = res.hit_bytes - nb[j], res.miss_bytes + nb[j]
+                    out_hit.append(False)
+                    share.append(1.0)
+                    continue
+                if self._sh_end[t] <= cta:
+                    self._sh_end[t], self._sh_share[t] = end, 1.0 / r[j]
+                out_hit.append(True)
+                share.append(float(self._sh_share[t]))
+                continue
             if not h:
                 self._win_end[t], self._win_share[t] = end, 1.0 / r[j]
                 out_hit.append(False)

@@ -56,3 +56,24 @@ def test_partial_last_cta_is_exact(family):
         runs.append(simulate(k, lch, _gpu(4, 50 << 20), values=False, gmem=gm, memory="partitioned", memo=memo,
                              regs_per_thread=32))
     _same(*runs)
+
+
+@pytest.mark.parametrize("mapping, l2, reads_from_hbm", [
+    ("warp", 50 << 20, 1),    # 256 warps x 4 KB between a line's reads = 1 MB: fits, re-reads hit
+    ("cta", 50 << 20, 1),
+    ("warp", 256 << 10, 3),   # 1 MB > 256 KB: evicted before the second and third pass, re-read from HBM
+])
+def test_second_and_third_pass_bytes_follow_lru_reuse_distance(mapping, l2, reads_from_hbm):
+    """softmax reads its row three times: the partitioned mode (residency decided at dispatch,
+    memo.DispatchResidency._classify_walk) moves the bytes that the shared mode's LRU over time
+    moves (an independent implementation): x once from HBM and twice from L2 when the rows of
+    all resident warps fit in L2, x three times from HBM when they do not."""
+    p = RowParams(family="softmax", rows=256, cols=1024, mapping=mapping)
+    x_bytes = 4 * p.rows * p.cols
+    got = []
+    for mode in ({"memory": "partitioned", "memo": True}, {}):
+        k, lch, gm = _launch(p)
+        r = simulate(k, lch, _gpu(4, l2), values=False, gmem=gm, regs_per_thread=32, **mode)
+        got.append((r.bytes_hbm, r.bytes_l2))
+    assert got[0] == (reads_from_hbm * x_bytes, (3 - reads_from_hbm) * x_bytes)
+    assert got[0] == got[1]
