@@ -14,14 +14,16 @@
 // to 1024 B) dynamic.
 //
 //   prologue  loads j = 0 .. stages-1 (arrive.expect_tx(box_bytes) + TMA load into stage j)
-//   tile k    wait full[k % S] (parity (k / S) & 1); TMA store of the stage (bulk_group); commit;
+//   tile k    wait full[k % S] (parity (k / S) & 1); fence.proxy.async.shared::cta; TMA store of
+//             the stage (bulk_group); commit;
 //             refill: load j = k + D into stage j % S when that tile exists and k >= L, after
 //             cp.async.bulk.wait_group.read L (the store that read that stage is done reading);
 //             L = 1, D = S - 1 for S >= 2; L = 0, D = 1 for S = 1
 //   end       cp.async.bulk.wait_group 0
-// No fence.proxy.async on the data path: the TMA load's writes and the TMA store's reads are both
-// async-proxy accesses (ordered by the mbarrier wait and wait_group.read); fence.mbarrier_init
-// publishes the generic mbarrier.init to the async proxy.
+// Proxies: fence.mbarrier_init publishes the generic mbarrier.init to the async proxy; every thread
+// issues fence.proxy.async.shared::cta between the mbarrier wait and the TMA store (as CUTLASS's
+// tma_store_fence() before a TMA store), not relying on the wait alone to order the loaded box for
+// the store's async-proxy read (kernels/membound/tmacopy.py says why).
 
 #include <stdint.h>
 
@@ -95,6 +97,7 @@ extern "C" __global__ void __launch_bounds__(32)
   uint32_t ph = 0;
   for (int t = t0; t < tiles; t += stride, ++k) {
     sm90::mbar_wait(fbase + 8 * s, ph);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     int32_t c0, c1;
     tl.coords(t, c0, c1);
     tma_store_2d_if(issuer, &tmap_out, c0, c1, sbase + s * stage_bytes);

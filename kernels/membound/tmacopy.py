@@ -19,17 +19,21 @@ Per CTA, S = stages shared-memory stages (each a box, 1024-B aligned) with one m
 
     prologue:  loads j = 0 .. S-1 (tile ctaid + j*nctaid, where < tiles): arrive.expect_tx(box bytes)
                + cp.async.bulk.tensor load into stage j, complete_tx on full[j]
-    tile k:    wait full[k % S] at parity (k / S) & 1;  TMA store of stage k % S (bulk_group);
+    tile k:    wait full[k % S] at parity (k / S) & 1;  fence.proxy.async.shared::cta;
+               TMA store of stage k % S (bulk_group);
                commit_group;  refill: load j = k + D into stage j % S when that tile exists and
                k >= L, after cp.async.bulk.wait_group.read L (the store that read stage j % S
                has finished reading it);  L = 1, D = S - 1 for S >= 2 (one store in flight while
                S - 1 loads are);  L = 0, D = 1 for S = 1
     end:       cp.async.bulk.wait_group 0 (every store done before the CTA exits)
 
-No fence.proxy.async on the data path: the TMA load's writes and the TMA store's reads of a stage
-are both async-proxy accesses, ordered by the mbarrier wait and the bulk wait_group; the generic
-mbarrier.init is published to the async proxy by fence.mbarrier_init [PTX ISA, memory consistency
-model: proxies; cp.async.bulk.tensor]. Shared memory: full[S] (static, padded to 1024 B by the
+Proxies [PTX ISA, memory consistency model: proxies; cp.async.bulk.tensor]: the generic
+mbarrier.init is published to the async proxy by fence.mbarrier_init; before each TMA store every
+thread issues fence.proxy.async.shared::cta, as CUTLASS's tma_store_fence() does before a TMA store
+of shared data: the mbarrier wait makes the loaded box visible to the waiting threads, and the PTX
+text does not say that this also orders it for a later async-proxy read, so the twins take the
+fence (one per tile) rather than rely on it. The refill after wait_group.read needs none (the
+store's read and the next load's write are both async-proxy accesses ordered by the wait). Shared memory: full[S] (static, padded to 1024 B by the
 alignment of the stages, as ptxas pads the .cu's static segment before its __align__(1024)
 dynamic array), then S stages of the box's shared footprint.
 
@@ -248,6 +252,7 @@ def kernel_text(p: TmaCopyParams) -> str:
         "WAIT:",
         "    mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r21], %r5;",
         "@!%p3 bra WAIT;",
+        "    fence.proxy.async.shared::cta;",
         *_coords(p, "%r1", "st"),
         f"    mad.lo.u32 %r20, %r4, {p.stage_bytes}, %r10;",
         "@%p0 cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [tmap_out, {%st0, %st1}], [%r20];",
