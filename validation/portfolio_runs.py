@@ -346,6 +346,9 @@ def run_rowwise_point(pt: dict) -> dict:
                      "rows_arg": p["rows"], "cols_arg": p["cols"]}
     rec["sm_clock"] = {"nvml_median_mhz": (summ.get("sm_mhz") or {}).get("median")}
     rec["power_samples_summary"] = summ
+    if not check["passed"]:   # timed anyway; the error keeps it out of the comparison
+        rec["error"] = (f"check failed: worst error / bound {check['worst_error_over_bound']:.3g}, "
+                        f"{check['unwritten']} unwritten")
     return rec
 
 

@@ -95,8 +95,9 @@ def launcher(fn, p: dict, g: int, s):
 
 
 def check(p: dict, launch, s, cp, sync) -> dict:
-    """Poison y, launch once, every element within the bound around cupy's float64 result and
-    none unwritten; raises RuntimeError otherwise."""
+    """Poison y, launch once: passed when every element is within the bound around cupy's float64
+    result and none is unwritten (the runner still times a point that fails, and records the
+    failure as its error, so a bound the hardware exceeds leaves data to look at)."""
     ins, out = s
     out.view(cp.uint32).fill(0xFFFFFFFF)
     launch()
@@ -112,6 +113,4 @@ def check(p: dict, launch, s, cp, sync) -> dict:
            "reference": "cupy float64 " + ("row sum" if p["family"] == "rowsum" else "softmax")
            + "; bound: kernels/rowwise/reference.py (f32 roundings, ex2.approx 2 ulp, rcp.approx 1 ulp)",
            "inputs": "standard normal float32, fresh per point", "poison": "0xFFFFFFFF (NaN)"}
-    if not res["passed"]:
-        raise RuntimeError(f"check failed: worst error / bound {worst:.3g}, {unwritten} unwritten")
     return res
