@@ -52,6 +52,27 @@ MODES = ("auto", "fast", "full")
 CHECK_MAX_MACS = 512 * 512 * 512
 
 
+#: The timing field each GEMM twin's copies stand for in hopsim/timing/sm.py (tma_issue_cycles
+#: for a lane-guarded copy, tma_issue_elect_cycles for an elect.sync-guarded one), by (variant,
+#: tma_issuer), and the field that holds what the twin's SASS makes of them
+#: (hopsim/validate/calibrate_sass.py: the twin's SASS per box x cycles per SASS class).
+TWIN_TMA_ISSUE = {
+    ("single", "lane"): ("tma_issue_cycles", "gemm_single_lane_tma_issue_cycles"),
+    ("single", "elect"): ("tma_issue_elect_cycles", "gemm_single_elect_tma_issue_cycles"),
+    ("ws", "lane"): ("tma_issue_cycles", "gemm_ws_lane_tma_issue_cycles"),
+    ("ws", "elect"): ("tma_issue_elect_cycles", "gemm_ws_elect_tma_issue_cycles"),
+}
+
+
+def twin_issue_costs(gpu, params: GemmParams):
+    """`gpu` with the per-box TMA issue hold of the GEMM's CUDA twin: the IR predicates its copies
+    on one lane in every variant, while ptxas issues the twin's copies on different paths (single:
+    lane 0 branched around each box + the per-lane ELECT loop; ws: thread 0 alone, unpredicated, in
+    the ELECT loop; elect: the uniform path), each with its own SASS per box."""
+    target, field = TWIN_TMA_ISSUE[(params.variant, params.tma_issuer)]
+    return gpu.with_timing(**{target: gpu.timing.params()[field]})
+
+
 class CheckFailed(HopsimError):
     """The simulated GEMM result differs from numpy beyond the dtype's tolerance."""
 
@@ -123,7 +144,7 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
         raise InputError("check", f"{params.m}x{params.n}x{params.k}",
                          f"a problem of at most {CHECK_MAX_MACS} multiply-adds (e.g. 512x512x512): "
                          "--check runs every instruction functionally")
-    gpu = gpu or load_gpu()
+    gpu = twin_issue_costs(gpu or load_gpu(), params)
     gk = build_gemm(params)
     values = mode == "full"
     gmem, launch, a, b = setup_gemm(params, gk, seed=seed, values=values)

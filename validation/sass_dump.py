@@ -7,7 +7,9 @@ Compiles the GEMM twin (kernels/cuda/gemm_sm90.cu) for a fixed list of configura
 the knobs whose issue path differs (variant single/ws1/ws2, TMA issuer lane/elect, box rows 128/64/8,
 epilogue direct/stmatrix, f16/bf16 inputs, f16/f32 accumulators, swizzles), plus the memory-bound
 twins (kernels/cuda/vecadd.cu, copy.cu) and every other kernels/cuda/*.cu, with the project's nvcc
-flags (validation/harness.py), then disassembles each cubin with `cuobjdump -sass` and writes one
+flags (validation/harness.py), and the microbenchmarks whose records time the issue paths
+(`MICRO`: micro_tma_issue, micro_wgmma_queue, micro_mbarrier, each with the nvcc command its record
+was measured with), then disassembles each cubin with `cuobjdump -sass` and writes one
 tar.gz (sass.tar.gz: <tag>.sass per configuration, index.json with the defines, ptxas register/
 spill facts and the tool versions). Pure standard library + nvcc/cuobjdump: no GPU needed, no
 hopsim import (validation layer).
@@ -26,6 +28,7 @@ import time
 
 from kernels.params import GemmParams
 from validation.harness import NVCC_FLAGS, compile_gemm
+from validation.micro_runner import NVCC, NVCC_BARE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -40,6 +43,7 @@ CONFIGS = (
     ("ws1_s4_elect", dict(variant="ws", consumers=1, stages=4, tma_issuer="elect")),
     ("ws1_s4_box64", dict(variant="ws", consumers=1, stages=4, box_rows=64)),
     ("ws1_s4_box8", dict(variant="ws", consumers=1, stages=4, box_rows=8)),
+    ("ws1_s4_box8_elect", dict(variant="ws", consumers=1, stages=4, box_rows=8, tma_issuer="elect")),
     ("ws2_s4_128x256_stmatrix", dict(variant="ws", consumers=2, stages=4, bn=256, epilogue="stmatrix")),
     ("ws2_s4_128x256_direct", dict(variant="ws", consumers=2, stages=4, bn=256, epilogue="direct")),
     ("ws1_s4_bf16", dict(variant="ws", consumers=1, stages=4, dtype="bf16")),
@@ -47,6 +51,15 @@ CONFIGS = (
     ("ws1_s4_sw64", dict(variant="ws", consumers=1, stages=4, swizzle="64B")),
     ("ws1_s4_sw32", dict(variant="ws", consumers=1, stages=4, swizzle="32B")),
     ("single_s2_64x128", dict(variant="single", stages=2, bm=64)),
+)
+
+#: (microbenchmark source under validation/cuda, the nvcc command its record was measured with):
+#: the per-SASS-instruction issue costs are these records' cycles over these kernels' instructions
+MICRO = (
+    ("micro_tma_issue.cu", NVCC_BARE),      # microbench__tma_issue (validation/micro_tma_issue.py)
+    ("micro_wgmma_queue.cu", NVCC),         # microbench__wgmma_queue (validation/micro_wgmma_queue.py)
+    ("micro_mbarrier.cu", NVCC),            # microbench__mbarrier (validation/microbench.py)
+    ("micro_tma.cu", NVCC),                 # microbench__tma_latency (validation/microbench.py)
 )
 
 
@@ -103,6 +116,20 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001
                 index["kernels"][src.stem] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
                 print(f"{src.stem}: ERROR {exc}"[:300], flush=True)
+            finally:
+                cubin.unlink(missing_ok=True)
+        for name, cmd in MICRO:
+            src, stem = ROOT / "validation" / "cuda" / name, name.removesuffix(".cu")
+            cubin = a.out / f"{stem}.cubin"
+            try:
+                _run([*cmd, "-o", str(cubin), str(src)])
+                sass = _run(["cuobjdump", "-sass", str(cubin)])
+                _add(tar, f"{stem}.sass", sass)
+                index["kernels"][stem] = {"source": f"validation/cuda/{name}", "nvcc": cmd[1:]}
+                print(f"{stem}: {len(sass.splitlines())} lines", flush=True)
+            except Exception as exc:  # noqa: BLE001
+                index["kernels"][stem] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+                print(f"{stem}: ERROR {exc}"[:300], flush=True)
             finally:
                 cubin.unlink(missing_ok=True)
         _add(tar, "index.json", json.dumps(index, indent=1, default=str))

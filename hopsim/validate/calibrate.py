@@ -34,7 +34,9 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | cta_launch_cycles | launch: extra_us_per_additional_wave_of_ctas x the record's SM clock |
 
 The global-memory fields (gmem_outstanding_sectors_per_sm, hbm_write_bytes_per_s) come from the
-gmem microbenchmark records by the rules of hopsim/validate/calibrate_gmem.py.
+gmem microbenchmark records by the rules of hopsim/validate/calibrate_gmem.py; the SASS issue-class
+costs (sass_*_cycles) and the GEMM twins' per-box copy holds (gemm_*_tma_issue_cycles) from the
+committed SASS x microbench__tma_issue by the rules of hopsim/validate/calibrate_sass.py.
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
 alu_latency_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
@@ -50,6 +52,7 @@ from dataclasses import asdict, dataclass
 from hopsim.config import load_gpu
 from isa.errors import HopsimError
 from hopsim.validate.calibrate_gmem import derive_gmem
+from hopsim.validate.calibrate_sass import derive_sass
 from validation.provenance import RECORDS_DIR, load_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -264,6 +267,7 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     rows = []
     derived = derive(records_dir)
     derived.update(derive_gmem(records_dir or RECORDS_DIR))
+    derived.update(derive_sass(_micro(pathlib.Path(records_dir or RECORDS_DIR)), src=_src))
     for field, (value, source) in derived.items():
         d = defaults[field]
         if d.unit == "cycles":  # events happen on whole cycles: latencies and costs are whole

@@ -19,6 +19,7 @@ issuing thread's own cycles in tma_latency (they include the expect_tx arrive an
 
 from __future__ import annotations
 
+import pathlib
 import statistics
 
 from hopsim.config import load_gpu
@@ -26,6 +27,7 @@ from hopsim.timing.memory import L2Residency, MemorySystem, SmLink
 from hopsim.timing.units import SmemPort, TensorCores, TmaUnit
 from hopsim.validate.calibrate import elect_issue_slope, wgmma_queue_depths
 from hopsim.validate.compare import MicroRow
+from hopsim.validate.sass import SASS_TAR, TMA_ISSUE_MODES, box_cycles, load_sass, loop_per_box, micro_classes
 from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, stream_boxes_per_cta
 from validation.provenance import RECORDS_DIR, load_records
 
@@ -213,6 +215,38 @@ def tma_issue(rec: dict) -> list[MicroRow]:
     return rows
 
 
+def tma_issue_sass(recs: dict[str, dict], sass_path=SASS_TAR) -> list[MicroRow]:
+    """Cycles per TMA box from the committed SASS: each path's SASS per box by class (plain, R2UR,
+    branch; hopsim/validate/sass.py) x the calibrated cycles per class (sass_*_cycles, fitted on
+    the R8 slopes of microbench__tma_issue: those rows are calibration). Checks: the R64/R128
+    slopes (K = 1..16 / 1..8) and microbench__tma_latency's run-time issue loop (micro_tma.sass
+    `tma_latency`: 13 SASS a box, two branches), which the fit never reads. Not modelled: the TMA
+    unit's back-pressure on the elect path once many boxes are in flight (R64, K = 16)."""
+    if not pathlib.Path(sass_path).is_file():
+        return []
+    lib = load_sass(sass_path)
+    t = _gpu().timing
+    costs = {c: float(getattr(t, f"sass_{c}_cycles").value) for c in ("plain", "r2ur", "branch")}
+    rows = []
+    rec = recs.get("tma_issue")
+    for mode, name in TMA_ISSUE_MODES.items() if rec else ():
+        sim = box_cycles(micro_classes(lib, mode), costs)
+        for r in (8, 64, 128):
+            v = rec["results"].get(f"R{r},{name}")
+            if v:
+                rows.append(MicroRow(f"TMA issue from SASS R{r},{name}: cycles per box", "sass_*_cycles",
+                                     float(v["per_box_cycles"]), sim, unit="cycles/box", calibration=r == 8))
+    lat = recs.get("tma_latency")
+    if lat:
+        byk = lat["results"]["tensor_2d"]["L2,64x8"]["by_k"]
+        ks = sorted(int(k) for k in byk)
+        slope = (byk[str(ks[-1])]["issue_cycles"]["median"] - byk[str(ks[0])]["issue_cycles"]["median"]) / (ks[-1] - ks[0])
+        rows.append(MicroRow("TMA issue from SASS: tma_latency run-time loop, cycles per box", "sass_*_cycles",
+                             float(slope), box_cycles(loop_per_box(lib, "micro_tma", "tma_latency"), costs),
+                             unit="cycles/box"))
+    return rows
+
+
 def wgmma_queue(rec: dict) -> list[MicroRow]:
     """Rounds of [fence; L wgmmas; commit; wait_group G] by one warpgroup: the issue time of the L
     wgmmas (t1 - t0) in the steady state, replayed on TensorCores.accept/mma with the issue cost
@@ -380,4 +414,4 @@ def simulate_micro(records_dir=None) -> list[MicroRow]:
     for name, fn in REPLAYS.items():
         if name in recs:
             rows += fn(recs[name])
-    return rows
+    return rows + tma_issue_sass(recs)
