@@ -4,7 +4,7 @@
     ├── RegisterFile      bits[reg, thread]           (regs.py)
     ├── shared memory     uint8[static + dynamic]      (SharedMemory of smem.py when present)
     ├── mbarriers         {smem addr: MbarrierState}   (mbarrier.py)
-    ├── warps             pc, active lanes, block record
+    ├── warps             pc, active lanes, block record, reconvergence stack (simt.py)
     ├── warpgroups        rendezvous, wgmma groups, fence state
     ├── bulk groups       per warp (TMA stores)
     ├── cp.async groups   per warp (ops_cpasync.py)
@@ -33,6 +33,7 @@ from hopsim.functional.gmem import GlobalMemory
 from hopsim.functional.mbarrier import MbarrierState
 from hopsim.functional.program import compile_kernel
 from hopsim.functional.regs import WARP, RegisterFile, RegisterPool
+from hopsim.functional.simt import NO_RPC, reconverge
 from hopsim.functional.smem import SharedMemory
 
 __all__ = ["Launch", "CTAExecutor", "Effect", "Kind", "WgmmaInfo"]
@@ -97,10 +98,11 @@ _SREG_CACHE: dict = {}  # (block, grid, num_warps, warp) -> (special registers b
 
 
 class WarpState:
-    """Per-warp control state."""
+    """Per-warp control state. Lanes: `exists` (threads of the launch), `live` (not exited),
+    `active` (the running path of a divergent branch: simt.py; all live lanes when converged)."""
 
     __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase",
-                 "uni", "sreg_uni", "none")
+                 "uni", "sreg_uni", "none", "exists", "live", "nlive", "rpc", "stack")
 
     def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0, sreg_uni: dict | None = None):
         self.w = w
@@ -111,6 +113,10 @@ class WarpState:
         self.active = tid < num_threads
         self.nactive = int(self.active.sum())
         self.full = self.nactive == WARP
+        self.exists = self.live = self.active
+        self.nlive = self.nactive
+        self.rpc = NO_RPC                 # the running path's reconvergence pc (simt.py)
+        self.stack: list = []             # suspended (pc, lanes, rpc) entries (simt.py)
         self.block: tuple | None = None   # (key, kind, advance_on_resume)
         self.wg = w // 4
         self.sreg = sregs
@@ -188,6 +194,7 @@ class CTAExecutor:
         self.checker = Checker(self, enabled=checks, check_phases=check_phases)
         self.issued = 0
         self.clock_reads = 0
+        self.divergences = 0   # divergent branches executed (simt.py; the memo refuses such CTAs)
 
     # ------------------------------------------------------------------------- special registers
     def _sregs_uni(self, w: int) -> tuple[dict, dict]:
@@ -314,6 +321,8 @@ class CTAExecutor:
                 on_resume()
             if advance:
                 ws.pc = self.prog.ops[ws.pc].next_pc
+                if ws.pc == ws.rpc:
+                    reconverge(ws)
         ops = self.prog.ops
         op = ops[ws.pc]
         try:
@@ -321,13 +330,22 @@ class CTAExecutor:
                 n = 0
                 first = op
                 check = self.checker.active
+                lanes = ws.nactive
                 while True:
                     mask = ws.active if op.guard_row is None else self._mask(op, ws)
                     if check and op.check_regs:
                         self.checker.before(op, ws)
                     target = op.fn(self, ws, mask)
                     n += 1
-                    ws.pc = op.next_pc if target is None else target
+                    if target is None:
+                        ws.pc = op.next_pc
+                    else:
+                        ws.pc = target
+                        if ws.nactive != lanes:  # a divergent branch: the batch ends (simt.py)
+                            break
+                    if ws.pc == ws.rpc:          # a path reaches its reconvergence pc (simt.py)
+                        reconverge(ws)
+                        break
                     op = ops[ws.pc]
                     if n >= batch or op.kind != Kind.ALU:
                         break
@@ -335,7 +353,7 @@ class CTAExecutor:
                         break
                 self.issued += n
                 return Effect(kind=Kind.ALU, warp=w, index=first.index, instr=first.instr, count=n,
-                              lanes=ws.nactive, resumed=resumed)
+                              lanes=lanes, resumed=resumed)
             mask = ws.active if op.guard_row is None else self._mask(op, ws)
             if self.checker.active and op.check_regs:
                 self.checker.before(op, ws)
@@ -346,6 +364,8 @@ class CTAExecutor:
             if eff.blocked_on is None and not ws.done and ws.block is None:
                 if eff.kind not in Kind.COLLECTIVE:
                     ws.pc = op.next_pc
+                if ws.pc == ws.rpc or not ws.nactive:  # reconvergence, or the path's lanes exited
+                    reconverge(ws)
             self.issued += 1
             return eff
         except ProtocolError as e:

@@ -13,6 +13,7 @@ from isa.ir import instructions as I
 from isa.ir.operands import Imm, Reg, RegVec
 
 from hopsim.functional.errors import DivergentBranch, IllegalInstruction
+from hopsim.functional.simt import diverge, lanes_text
 from hopsim.functional.semantics import (
     semantics, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,
     with_scalar,
@@ -540,6 +541,9 @@ def _ldparam(ins, ctx):
 
 @semantics(I.Bra)
 def _bra(ins, ctx):
+    """`@%p bra L`: taken by all running lanes, by none, or divergent: the warp splits and
+    reconverges at the branch's immediate post-dominator (simt.py). `bra.uni` asserts the branch
+    is not divergent (PTX ISA): a divergent one is a DivergentBranch."""
     name = ins.target.name
     if name not in ctx.label_pc:
         raise IllegalInstruction(f"branch to undefined label {name}")
@@ -547,10 +551,12 @@ def _bra(ins, ctx):
     guard = ins.guard
     if guard is None:
         return lambda ex, ws, mask: target
-    prow, neg = ctx.row(guard.pred), bool(guard.negate)
+    fall, ipdom, uni = ctx.pc + 1, ctx.ipdom[ctx.pc], ins.uni
+    if target == fall:  # a branch to the next instruction: every lane goes on there
+        return lambda ex, ws, mask: None
 
     def fn(ex, ws, mask):
-        # mask = active & guard; taken must be all-or-none of the active lanes
+        # mask = active & guard
         if mask is ws.active:
             return target
         if mask is ws.none:
@@ -558,10 +564,12 @@ def _bra(ins, ctx):
         n = int(np.count_nonzero(mask))
         if n == 0:
             return None
-        if n != ws.nactive:
-            raise DivergentBranch(f"branch guard is true on {n} of {ws.nactive} active lanes: "
-                                  f"divergent branches are not modelled (make the condition warp-uniform)")
-        return target
+        if n == ws.nactive:
+            return target
+        if uni:
+            raise DivergentBranch(f"bra.uni: the guard is true on {n} of the {ws.nactive} running lanes "
+                                  f"(lanes {lanes_text(mask)}): .uni asserts a non-divergent branch (PTX ISA, bra)")
+        return diverge(ex, ws, mask, target, fall, ipdom)
     return fn
 
 

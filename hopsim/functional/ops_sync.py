@@ -19,6 +19,7 @@ from hopsim.functional.errors import (
     ArrivalCountOutOfRange, BarrierCountMismatch, DivergentBarrier, IllegalInstruction,
 )
 from hopsim.functional.mbarrier import MbarrierState
+from hopsim.functional.simt import exit_lanes, why_absent
 from hopsim.functional.semantics import (
     address_getter, semantics, reg_setter, uniform, uniform_address, uniform_operand, value_getter,
 )
@@ -186,10 +187,10 @@ def _bar_arrival(ex, ws, mask, gb, gc, what: str):
     key to wait on). All-or-none of the active lanes execute a barrier (PTX ISA, bar: .aligned);
     the thread count must agree with the other arrivals of the phase."""
     n = int(np.count_nonzero(mask))
-    if n != ws.nactive:
-        raise DivergentBarrier(f"{what} executed by {n} of the warp's {ws.nactive} active lanes: a barrier "
-                               f"must be executed by all threads of a warp (PTX ISA, bar; divergence is not "
-                               f"modelled: make its guard warp-uniform)")
+    if n != ws.nlive:
+        raise DivergentBarrier(f"{what} executed by {n} of the warp's {ws.nlive} live lanes "
+                               f"({why_absent(ws, ws.live & ~mask)}): a barrier must be executed by all "
+                               f"threads of a warp (PTX ISA, bar: .aligned)")
     bid = uniform(gb(ex, ws), mask, "barrier id")
     if not 0 <= bid <= 15:
         raise IllegalInstruction(f"{what}: barrier id {bid} out of 0..15 (PTX ISA, bar)")
@@ -250,6 +251,17 @@ def _release_bar(ex, bid: int) -> tuple:
 
 
 def exit_fn(ex, ws, mask):
+    """`exit` (and the end of the kernel) for the lanes in `mask`: when they are all the warp's live
+    lanes the warp ends (EXIT); otherwise those lanes end and the warp goes on with the others
+    (simt.exit_lanes; an ALU-class effect): on the running path's remaining lanes, or, when the
+    path has none left, on a suspended path (the executor resumes it)."""
+    if mask is not ws.active or ws.stack:
+        n = int(np.count_nonzero(mask))
+        if n == 0:
+            return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
+        if n != ws.nlive:
+            exit_lanes(ws, mask, n)
+            return Effect(kind=Kind.ALU, warp=ws.w, lanes=n)
     ws.done = True
     ws.block = None
     fired = []
@@ -261,15 +273,6 @@ def exit_fn(ex, ws, mask):
 
 @semantics(I.Exit)
 def _exit(ins, ctx):
-    if ins.guard is not None:
-        def fn(ex, ws, mask):
-            n = int(np.count_nonzero(mask))
-            if n == 0:
-                return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
-            if n != ws.nactive:
-                raise IllegalInstruction("a guarded exit taken by only some lanes of a warp is not modelled")
-            return exit_fn(ex, ws, mask)
-        return fn
     return exit_fn
 
 
@@ -280,10 +283,14 @@ def collective(kind: str, body):
     def fn(ex, ws, mask):
         g = ex.wgs[ws.wg]
         first = 4 * g.g
-        if mask is not ws.active and 0 < int(np.count_nonzero(mask)) < ws.nactive:
+        if (mask is not ws.active or ws.stack) and 0 < int(np.count_nonzero(mask)) < ws.nlive:
             raise DivergentBarrier(f"warpgroup-collective instruction executed by {int(np.count_nonzero(mask))} of "
-                                   f"the warp's {ws.nactive} lanes: wgmma/setmaxnreg are .sync.aligned (PTX ISA: all "
-                                   f"threads of the warpgroup execute the same instruction, none diverged)")
+                                   f"the warp's {ws.nlive} live lanes ({why_absent(ws, ws.live & ~mask)}): "
+                                   f"wgmma/setmaxnreg are .sync.aligned (PTX ISA: all threads of the warpgroup "
+                                   f"execute the same instruction, none diverged)")
+        if ws.nlive != int(np.count_nonzero(ws.exists)):
+            raise DivergentBarrier(f"warpgroup-collective instruction after {why_absent(ws, ws.exists & ~ws.live)}: "
+                                   f"wgmma/setmaxnreg need every thread of the warpgroup (PTX ISA: .sync.aligned)")
         if first + 4 > ex.num_warps or ws.nactive != 32:
             raise IllegalInstruction(f"warpgroup-collective instruction in warpgroup {g.g}, which does not have "
                                      f"4 full warps (CTA has {ex.num_threads} threads)")

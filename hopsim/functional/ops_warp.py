@@ -3,7 +3,11 @@
 Each builder returns fn(ex, ws, mask) -> None (ALU class: register-only). `mask` is the executing
 lanes (active and guard true). The membermask rule is enforced, not assumed: an executing lane
 outside membermask, or an existing lane of membermask that does not execute (its guard is false),
-raises `MemberMaskError` (PTX ISA: undefined behaviour / a hang on the GPU). Lanes of membermask
+raises `MemberMaskError` (PTX ISA: undefined behaviour / a hang on the GPU), whether it does not
+execute because its guard is false or because it is on the other path of a divergent branch
+(simt.py: the warp reconverges at the branch's immediate post-dominator, so a full-warp membermask
+after an if/else or a per-lane loop finds every lane). Members that have exited are not waited for
+(PTX ISA: the instruction waits for the non-exited threads of membermask), nor are lanes of membermask
 beyond the warp's last thread (a partial last warp) are ignored. A shfl.sync that sources a lane
 which does not execute raises `MemberMaskError` too (PTX ISA: the result is undefined).
 """
@@ -16,6 +20,7 @@ from isa.ir import instructions as I
 
 from hopsim.functional.errors import MemberMaskError
 from hopsim.functional.semantics import reg_setter, semantics, uniform, value_getter
+from hopsim.functional.simt import why_absent
 
 LANE = np.arange(32, dtype=np.int64)
 LANE_BIT = np.uint32(1) << np.arange(32, dtype=np.uint32)
@@ -35,11 +40,11 @@ def member_lanes(ex, ws, mask, gm, what: str) -> np.ndarray:
     if outside.any():
         raise MemberMaskError(f"{what}: lanes {_lanes(outside)} execute it but are not in membermask "
                               f"0x{m:08x} (PTX ISA: every executing lane must be in membermask)")
-    idle = member & ws.active & ~mask
+    idle = member & ws.live & ~mask  # exited members are not waited for (PTX ISA: "non-exited threads")
     if idle.any():
         raise MemberMaskError(f"{what}: lanes {_lanes(idle)} of membermask 0x{m:08x} do not execute it "
-                              f"(guard false): PTX ISA requires every member lane to execute the same "
-                              f"{what} (on the GPU this hangs or is undefined)")
+                              f"({why_absent(ws, idle)}): PTX ISA requires every member lane to execute the "
+                              f"same {what} (on the GPU this hangs or is undefined)")
     return member
 
 

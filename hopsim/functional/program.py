@@ -25,8 +25,8 @@ from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.ops_sync import exit_fn
 from hopsim.functional.regs import RegLayout
 from hopsim.functional.semantics import Ctx, invalidating, semantics_of
+from isa.ir.cfg import pcs_and_labels, post_dominators, successors
 from isa.ir.instructions import Exit
-from isa.ir.program import LabelDef
 
 
 @dataclass(slots=True)
@@ -80,25 +80,14 @@ def _compile(kernel) -> Program:
     static = int(kernel.static_smem_bytes)
     params = {p.name: p.type for p in kernel.params}
     body = list(kernel.body)
-    # dense pcs
-    pcs: list[int] = []
-    label_pc: dict[str, int] = {}
-    pending_labels: list[str] = []
-    for i, item in enumerate(body):
-        if isinstance(item, LabelDef):
-            pending_labels.append(item.name)
-            continue
-        for name in pending_labels:
-            label_pc[name] = len(pcs)
-        pending_labels.clear()
-        pcs.append(i)
+    pcs, label_pc = pcs_and_labels(body)  # dense pcs; a label at the end names the implicit exit
     end_pc = len(pcs)
-    for name in pending_labels:
-        label_pc[name] = end_pc
     ctx = Ctx(kernel, layout, shared, params, label_pc)
+    ctx.ipdom = post_dominators(successors([body[i] for i in pcs], label_pc))
     ops: list[Op] = []
     for pc, i in enumerate(pcs):
         ins = body[i]
+        ctx.pc = pc
         ops.append(_compile_one(ins, i, pc, ctx))
     ops.append(_implicit_exit(len(body), end_pc))
     wrows = frozenset(ctx.wgmma_rows)

@@ -55,6 +55,8 @@ class Ctx:
         self.params = params
         self.label_pc = label_pc
         self.wgmma_rows: set[int] = set()
+        self.pc = 0                  # the pc of the instruction being compiled
+        self.ipdom: list[int] = []   # immediate post-dominator of each pc (simt.py)
 
     def row(self, reg) -> int:
         try:

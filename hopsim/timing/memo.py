@@ -15,7 +15,9 @@ executor), their TMA-load tile keys `(tensor map, coords)` are recorded per warp
 coordinate must be affine in `%ctaid`: coords(c) = coords(0) + dx*cx + dy*cy + dz*cz. The rule is
 verified on the last and a middle CTA, and again on every CTA simulated in detail; if it does
 not hold (a swizzled raster order, data-dependent control flow) there is no plan and every CTA
-is simulated in detail.
+is simulated in detail. Nor is there one when a sample CTA executes a divergent branch
+(functional/simt.py), and a CTA simulated in detail under the memo that diverges turns the memo off
+for the launch (runner.DIVERGED): divergent kernels are simulated CTA by CTA.
 """
 
 from __future__ import annotations
@@ -219,7 +221,10 @@ class TilePlan:
             return x + grid[0] * (y + grid[1] * z)
 
         def keys(cta):
-            raw = capture_tiles(make_executor(cta))
+            ex = make_executor(cta)
+            raw = capture_tiles(ex)
+            if getattr(ex, "divergences", 0):  # lanes' paths may differ between CTAs: no plan, no memo
+                return None
             out = []
             for row in raw:
                 sp = [_split(k) for k in row]

@@ -35,6 +35,8 @@ from isa.errors import HopsimError, InputError
 import simpy
 
 REG_WORDS = {"pred": 0, "b64": 2, "u64": 2, "s64": 2, "f64": 2}
+DIVERGED = "a CTA executed a divergent branch (its lanes' paths may differ between CTAs of one memo class)"
+"""Why the memo is refused for a kernel whose CTAs diverge (functional/simt.py): simulated CTA by CTA."""
 
 
 def regs_per_thread_of(kernel) -> int:
@@ -83,18 +85,18 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                  trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
                  memory=memory, memo=memo, max_cycles=max_cycles, max_cta_cycles=max_cta_cycles)
     grid.plan(make_sample, plan_cache if executor_factory is None else None, (kernel, launch, gmem))
-    if grid.sm_memo:
-        try:
+    try:
+        if grid.sm_memo:
             grid.run_sm_classes()
-        except smclass.NotMemoisable as e:  # an ld.global couples the SMs: CTA by CTA instead
-            res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
-                           flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=make_executor,
-                           bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles,
-                           max_cta_cycles=max_cta_cycles)
-            res.extra.update(memo=True, sm_memo=f"off: {e}")
-            return res
-    else:
-        grid.run_scheduler()
+        else:
+            grid.run_scheduler()
+    except smclass.NotMemoisable as e:  # an ld.global couples the SMs, a CTA diverged: CTA by CTA instead
+        res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
+                       flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=make_executor,
+                       bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles,
+                       max_cta_cycles=max_cta_cycles)
+        res.extra.update(memo=True, sm_memo=f"off: {e}")
+        return res
     return grid.result(kernel, values, flop_count, gmem)
 
 
@@ -312,6 +314,8 @@ class _Grid:
             self.tr.counter(sm.sm_id, "resident CTAs", env.now, cta=cta)
         yield from run.run()
         self.live.discard(run)
+        if memo_key is not None and getattr(run.ex, "divergences", 0):
+            raise smclass.NotMemoisable(DIVERGED)
         self.stats["detailed_ctas"] += 1
         if self.dispatch is not None and run.tiles != [[(h, co) for h, co, _ in row]
                                                       for row in self.dispatch.tiles(cta)]:
@@ -409,6 +413,8 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
         stats["replayed_ctas"] += bool(replay)
         if run.sm.memory.lookups:
             raise smclass.NotMemoisable("an ld.global looks up the L2 residency at request time")
+        if getattr(run.ex, "divergences", 0):
+            raise smclass.NotMemoisable(DIVERGED)
         tiles = dispatch.tiles(cta)
         if run.tiles != [[(h, co) for h, co, _ in row] for row in tiles]:
             raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "

@@ -15,6 +15,7 @@ sources listed.
 from __future__ import annotations
 
 from isa.ir import instructions as I
+from isa.ir.cfg import pcs_and_labels, post_dominators, region, successors
 from isa.ir.operands import Imm, Mem, RegVec, SReg
 
 VARYING_SREGS = frozenset({"%tid.x", "%tid.y", "%tid.z", "%laneid", "%lanemask_eq", "%lanemask_le",
@@ -67,17 +68,44 @@ def lane_varying(kernel) -> set[str]:
     return varying
 
 
+def divergent_region(kernel, varying: set[str] | None = None) -> set[int]:
+    """Body indices of the instructions that may run on part of a warp: those a `bra` (not `.uni`)
+    whose guard may differ between lanes leads to before its immediate post-dominator, where the
+    warp reconverges (isa/ir/cfg.py)."""
+    varying = lane_varying(kernel) if varying is None else varying
+    pcs, label_pc = pcs_and_labels(kernel.body)
+    instrs = [kernel.body[i] for i in pcs]
+    splits = [pc for pc, x in enumerate(instrs) if isinstance(x, I.Bra) and x.guard is not None
+              and not x.uni and x.guard.pred.name in varying]
+    if not splits:
+        return set()
+    succ = successors(instrs, label_pc)
+    ipdom = post_dominators(succ)
+    inside: set[int] = set()
+    for pc in splits:
+        inside |= region(succ, pc, ipdom[pc])
+    return {pcs[p] for p in inside if p < len(pcs)}
+
+
+_ALIGNED = (I.BarSync, I.BarArrive, I.WgmmaFence, I.WgmmaMmaAsync, I.WgmmaCommitGroup, I.WgmmaWaitGroup,
+            I.Setmaxnreg)
+
+
 def divergent_guards(kernel) -> list[tuple[int, str]]:
     """(body index, message) for each barrier or warpgroup collective guarded by a predicate that
-    may differ between the lanes of a warp."""
+    may differ between the lanes of a warp, or inside a path of a branch that may diverge."""
     varying = lane_varying(kernel)
+    inside = divergent_region(kernel, varying)
     out = []
     for i, x in kernel.instructions():
-        if x.guard is None or x.guard.pred.name not in varying:
+        if not isinstance(x, _ALIGNED):
             continue
-        if isinstance(x, (I.BarSync, I.BarArrive, I.WgmmaFence, I.WgmmaMmaAsync, I.WgmmaCommitGroup,
-                          I.WgmmaWaitGroup, I.Setmaxnreg)):
+        if x.guard is not None and x.guard.pred.name in varying:
             out.append((i, f"{x.mnemonic} is guarded by {x.guard.pred.name}, which may differ between the lanes "
                            f"of a warp (it derives from a per-lane value): PTX ISA requires every thread of the "
                            f"warp to execute it or none (a divergent one is a DivergentBarrier at run time)"))
+        elif i in inside:
+            out.append((i, f"{x.mnemonic} is inside a path of a branch whose guard may differ between the lanes "
+                           f"of a warp: PTX ISA requires every thread of the warp to execute it (executed by a "
+                           f"diverged warp it is a DivergentBarrier at run time)"))
     return out

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from isa.ir import instructions as I
 from isa.ir.operands import Imm, IRError, Mem, Reg, RegVec, SReg, Sym
-from isa.ir.uniformity import divergent_guards
+from isa.ir.uniformity import divergent_guards, divergent_region
 from isa.ir.program import Kernel, LabelDef
 
 __all__ = ["Diagnostic", "VerifyError", "verify", "check", "RULES"]
@@ -154,6 +154,7 @@ class _Verifier:
 
     def run(self) -> list[Diagnostic]:
         self.names()
+        self.diverged = divergent_region(self.k)  # may run on part of a warp (a divergent branch's paths)
         for i, x in self.k.instructions():
             self.instruction(i, x)
         self.paths()
@@ -228,6 +229,8 @@ class _Verifier:
                 self.add(i, "operand-type", f"{op.name} is .{t}; {x.mnemonic} needs {desc} here")
         self.immediates(i, x)
         for rule, message, severity in x.lint():
+            if rule == "membermask" and i in self.diverged:
+                continue  # inside a path of a divergent branch only some lanes run it: the run time decides
             self.add(i, rule, message, severity)
         if isinstance(x, I.Mov) and isinstance(x.src, SReg) and I.TYPE_BITS[x.type] != x.src.bits:
             self.add(i, "operand-type", f"{x.src.name} is {x.src.bits}-bit; mov.{x.type} needs a "

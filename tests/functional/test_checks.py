@@ -108,20 +108,23 @@ def test_mbarrier_not_initialised():
     assert ei.value.barrier == 16
 
 
-def test_divergent_branch():
+def test_divergent_bra_uni():
+    """`bra.uni` asserts a non-divergent branch (PTX ISA): a divergent one is a named error (a plain
+    `bra` diverges: tests/functional/test_divergence.py)."""
     src = """
 .kernel t
 .reg .u32 %r<4>
 .reg .pred %p<2>
     mov.u32 %r0, %tid.x;
     setp.lt.u32 %p0, %r0, 5;
-@%p0 bra L;
+@%p0 bra.uni L;
+    add.u32 %r1, %r0, 1;
 L:
     exit;
 """
     with pytest.raises(DivergentBranch) as ei:
         run(src, block=32)
-    assert ei.value.warp == 0 and ei.value.text.startswith("@%p0 bra")
+    assert ei.value.warp == 0 and ei.value.text.startswith("@%p0 bra.uni") and ei.value.line == 7
 
 
 def test_bad_parity_when_a_warp_misses_a_phase():

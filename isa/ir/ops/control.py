@@ -73,8 +73,8 @@ def _check_bar(instr, count_required: bool) -> None:
 class BarSync(Instruction):
     """`bar.sync a{, b};` / `barrier.sync{.aligned} a{, b};` named barrier a (0..15): the warp
     arrives and waits until b threads (a multiple of 32; default: every thread of the CTA) have
-    arrived at barrier a in this phase. Executed by all active lanes of a warp or by none
-    (divergence is a named run-time error, never a hang)."""
+    arrived at barrier a in this phase. Executed by all non-exited lanes of a warp or by none, not
+    inside a divergent path (a named run-time error, never a hang)."""
 
     mnemonic: ClassVar[str] = "bar.sync"
     timing_class: ClassVar[str] = Kind.BAR_SYNC
@@ -125,7 +125,9 @@ class BarArrive(Instruction):
 
 @dataclass(frozen=True)
 class Bra(Instruction):
-    """`bra{.uni} target;` must be warp-uniform in hopsim (divergent branches are not modelled)."""
+    """`bra{.uni} target;` a guard that differs between a warp's lanes splits the warp, which
+    reconverges at the branch's immediate post-dominator (hopsim/functional/simt.py); `.uni`
+    asserts the branch is not divergent (PTX ISA)."""
 
     mnemonic: ClassVar[str] = "bra"
     timing_class: ClassVar[str] = Kind.ALU
@@ -151,7 +153,7 @@ class Bra(Instruction):
 
 @dataclass(frozen=True)
 class Exit(Instruction):
-    """`exit;` the thread ends."""
+    """`exit;` the executing threads end (the warp goes on with its other lanes)."""
 
     mnemonic: ClassVar[str] = "exit"
     timing_class: ClassVar[str] = Kind.EXIT
