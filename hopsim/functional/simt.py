@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.functional.errors import DivergentBarrier
 from isa.ir.cfg import NO_IPDOM
 
 NO_RPC = NO_IPDOM
@@ -109,3 +110,16 @@ def why_absent(ws, lanes: np.ndarray) -> str:
         if m.any():
             parts.append(f"lanes {lanes_text(m)} {what}")
     return "; ".join(parts)
+
+
+def require_whole_warp(ws, mask: np.ndarray, what: str) -> None:
+    """A `.sync.aligned` warp instruction (ldmatrix, stmatrix) executed by some but not all of the
+    warp's non-exited lanes (a guard or a divergent path) is a DivergentBarrier (PTX ISA: every
+    thread of the warp executes the same instruction)."""
+    if mask is ws.active and not ws.stack:
+        return
+    n = int(np.count_nonzero(mask))
+    if 0 < n < ws.nlive:
+        raise DivergentBarrier(f"{what} executed by {n} of the warp's {ws.nlive} live lanes "
+                               f"({why_absent(ws, ws.live & ~mask)}): it is .sync.aligned (PTX ISA: every "
+                               f"thread of the warp executes it)")

@@ -248,10 +248,12 @@ def test_shfl_reading_an_exited_lane_is_a_member_mask_error():
     assert e.value.line == _line_of("shfl.sync.up")
 
 
-@pytest.mark.parametrize("inst", ["bar.sync 0;", "bar.arrive 1, 64;", "wgmma.fence.sync.aligned;"])
+@pytest.mark.parametrize("inst", ["bar.sync 0;", "bar.arrive 1, 64;", "wgmma.fence.sync.aligned;",
+                                  "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r5}, [%r1];",
+                                  "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r1], {%r5};"])
 def test_barrier_or_warpgroup_collective_in_a_divergent_path_is_named(inst):
     """Every running lane of the path executes it, but the warp's other lanes are on the other path:
-    bar/wgmma are .aligned (PTX ISA) -> DivergentBarrier, not a hang."""
+    bar, wgmma, ldmatrix/stmatrix are .aligned (PTX ISA) -> DivergentBarrier, not a hang."""
     with pytest.raises(DivergentBarrier, match="on another path of a divergent branch") as e:
         _run(f"""
     mov.u32 %r4, 0;
