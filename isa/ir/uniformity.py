@@ -6,8 +6,9 @@ A register is lane-varying if some instruction writes it from a lane-varying sou
 lane-varying special register (%tid.*, %laneid, %lanemask_*), a lane-varying register, a value
 loaded or exchanged per lane (ld, atom, shfl, ldmatrix, wgmma accumulators: any instruction with
 a memory or vector operand), or elect.sync's predicate. warp-uniform results: vote.sync, redux.sync,
-and `shr` of a %tid.x-derived value by 5 or more bits (the warp index, warpgroup index; assumes
-%ntid.x is a multiple of 32, as warp-specialised kernels launch). The analysis ignores control flow,
+`shr` of a %tid.x-derived value by 5 or more bits (the warp index, warpgroup index) and `setp` of one
+against a warp boundary (`tid >= 128`); both assume %ntid.x is a multiple of 32, as warp-specialised
+kernels launch. The analysis ignores control flow,
 so it can call a uniform register varying (the verifier only warns), never the reverse for the
 sources listed.
 """
@@ -35,6 +36,19 @@ def _warp_index(x, tidx: set) -> bool:
             and getattr(x.a, "name", None) in tidx)
 
 
+_SPLIT_AT_WARP = {"lt": 0, "ge": 0, "lo": 0, "hs": 0, "le": 31, "gt": 31, "ls": 31, "hi": 31}
+"""Unsigned/signed comparisons of a thread index with an immediate c that give the same answer in every
+lane of a warp when c % 32 is this value (`tid < 128`: warps 0..3 true, the others false)."""
+
+
+def _warp_split(x, tidx: set) -> bool:
+    """`setp.cmp p, tid, c` with a %tid.x copy and c a warp boundary (`_SPLIT_AT_WARP`): the same in
+    every lane of a warp (the warp-specialised role split `tid >= 128`)."""
+    return (isinstance(x, I.Setp) and isinstance(x.b, Imm) and not isinstance(x.b.value, float)
+            and getattr(x.a, "name", None) in tidx and _SPLIT_AT_WARP.get(x.cmp) == int(x.b.value) % 32
+            and int(x.b.value) >= 0)
+
+
 def _tid_x_copies(kernel) -> set[str]:
     """Registers every write of which is `mov %tid.x` (so `shr` by >= 5 of one is a warp index)."""
     only_tid: dict[str, bool] = {}
@@ -57,7 +71,7 @@ def lane_varying(kernel) -> set[str]:
             if not outs or all(o in varying for o in outs):
                 continue
             vals = _operand_values(x)
-            if isinstance(x, UNIFORM_RESULTS) or _warp_index(x, tidx):
+            if isinstance(x, UNIFORM_RESULTS) or _warp_index(x, tidx) or _warp_split(x, tidx):
                 continue
             per_lane = isinstance(x, I.ElectSync) or any(
                 isinstance(v, (Mem, RegVec)) or (isinstance(v, SReg) and v.name in VARYING_SREGS)

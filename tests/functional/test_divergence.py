@@ -12,7 +12,7 @@ import pytest
 
 from hopsim.functional.errors import Deadlock, DivergentBarrier, MemberMaskError
 from isa.ir.cfg import NO_IPDOM, post_dominators
-from isa.ir import parse
+from isa.ir import parse, verify
 
 from _func_helpers import GlobalMemory, Launch
 from hopsim.functional.runner import run_kernel
@@ -315,7 +315,7 @@ def test_verifier_accepts_divergent_branches_and_partial_masks_inside_their_path
     """A membermask naming only the upper half-warp is an error on an unguarded instruction that
     every lane runs, but correct inside the path of lanes 16..31 (and runs so); a bar.sync inside a
     possibly divergent path is warned about."""
-    from isa.ir import verify
+
     body = """
     mov.u32 %r4, 0;
     setp.lt.u32 %p0, %r1, 16;
@@ -333,3 +333,18 @@ END:
     # unguarded and outside any divergent path, the same mask is still an error
     k3 = parse(HEAD + "    shfl.sync.idx.b32 %r4, %r0, 16, 31, 0xffff0000;\n" + STORE.format(r=4))
     assert [d.rule for d in verify(k3) if d.severity == "error"] == ["membermask"]
+
+
+@pytest.mark.parametrize("bound, warned", [(128, False), (96, False), (100, True)])
+def test_a_role_split_at_a_warp_boundary_is_not_divergent(bound, warned):
+    """`setp.ge %p, tid.x, 128` is the same in every lane of a warp (warp-specialised roles): a
+    barrier on one side is not in a divergent path; `tid >= 100` splits warp 3."""
+    body = f"""
+    mov.u32 %r4, 0;
+    setp.ge.u32 %p0, %r0, {bound};
+@%p0 bra END;
+    bar.sync 1, 96;
+END:
+"""
+    k = parse(HEAD + body + STORE.format(r=4))
+    assert any(d.rule == "divergent-barrier" for d in verify(k)) == warned
