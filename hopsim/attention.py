@@ -7,8 +7,9 @@
     # run ak.kernel: hopsim.functional.runner.run_kernel or hopsim.timing.runner.simulate
     o = read_output(gmem, p);  ok = np.abs(o - reference(q, k, v, p)) <= error_bound(q, k, v, p)
 
-Q ((q_tiles*64) x d), K and V (seq x d) are f16 row-major; O is f32. Tensor maps tma_q/tma_k/tma_v
-(boxes 64 columns x 64 / kv_block rows, 128B swizzle) as kernels/attention/plan.py loads them.
+Q ((q_tiles*64) x d), K and V (seq x d) are f16 row-major; O is f32 (or f16 with out="f16"). Tensor
+maps tma_q/tma_k/tma_v (boxes 64 columns x 64 / kv_block rows, 128B swizzle) as
+kernels/attention/plan.py loads them, and tma_o (64 x 64 boxes) for the f16 output's TMA store.
 
 The reference is float64 softmax(Q K^T scale) V of the exact f16 inputs. The bound (per element,
 a bound from the documented error of each step, not a fit; derivation in `error_bound`):
@@ -30,7 +31,8 @@ a bound from the documented error of each step, not a fit; derivation in `error_
                                                   the fma, each <= 2^-24 relative, on |x| <= 2A)
 
 The 2^-25 term: a P below 2^-14 (f16 subnormal) is rounded with absolute error <= 2^-25, and its
-final weight is that over l >= 1 (the row's maximum contributes exactly 1 to l).
+final weight is that over l >= 1 (the row's maximum contributes exactly 1 to l). With out="f16" the
+f32 O is rounded once more: + 2^-11 (|ref| + the bound above) + 2^-25.
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ def tensor_maps(p: AttnParams, aq: int, ak: int, av: int) -> dict[str, TensorMap
     return {"tma_q": tm(aq, p.q_rows, 64), "tma_k": tm(ak, p.seq, p.kv_block), "tma_v": tm(av, p.seq, p.kv_block)}
 
 
+def _out_type(p: AttnParams):
+    return np.float16 if p.out == "f16" else np.float32
+
+
 def random_inputs(p: AttnParams, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Seeded standard-normal Q, K, V rounded to f16."""
     rng = np.random.default_rng(seed)
@@ -80,19 +86,26 @@ def setup_attention(p: AttnParams, ak: AttnKernel | None = None, seed: int = 0, 
             if a.shape != shape:
                 raise ValueError(f"{name} has shape {a.shape}, the params need {shape}")
         addrs = [g.alloc(n, a) for n, a in zip(shapes, arrays)]
-        ao = g.alloc("O", np.zeros((p.q_rows, p.head_dim), np.float32))
+        ao = g.alloc("O", np.zeros((p.q_rows, p.head_dim), _out_type(p)))
     else:
         arrays = tuple(np.broadcast_to(np.float16(0), s) for s in shapes.values())
         addrs = [g.reserve(n, s[0] * s[1] * 2) for n, s in shapes.items()]
-        ao = g.reserve("O", p.q_rows * p.head_dim * 4)
-    params = {name: g.register_tensor_map(name, t) for name, t in tensor_maps(p, *addrs).items()}
-    params["O"] = ao
+        ao = g.reserve("O", p.q_rows * p.head_dim * np.dtype(_out_type(p)).itemsize)
+    tmaps = tensor_maps(p, *addrs)
+    if p.out == "f16":
+        tmaps["tma_o"] = TensorMap(dtype="f16", global_dims=(p.head_dim, p.q_rows),
+                                   global_strides_bytes=(p.head_dim * 2,), box_dims=(W, 64), global_address=ao,
+                                   swizzle=SWIZZLE)
+    params = {name: g.register_tensor_map(name, t) for name, t in tmaps.items()}
+    if p.out != "f16":
+        params["O"] = ao
     launch = Launch(grid=ak.grid, block=ak.block, dynamic_smem=ak.dynamic_smem, params=params)
     return (g, launch) + arrays
 
 
 def read_output(gmem: GlobalMemory, p: AttnParams) -> np.ndarray:
-    return gmem.view("O", np.float32).reshape(p.q_rows, p.head_dim).copy()
+    """O as float32 (the f16 output's values exactly)."""
+    return gmem.view("O", _out_type(p)).reshape(p.q_rows, p.head_dim).astype(np.float32)
 
 
 def _weights(q, k, p: AttnParams) -> tuple[np.ndarray, np.ndarray]:
@@ -119,4 +132,7 @@ def error_bound(q, k, v, p: AttnParams) -> np.ndarray:
     kt = p.n_blocks
     tau = U16 + 2 * (kt + 1) * (E_EX2 + e_arg) + (p.seq / 16 + 2 * kt + p.kv_block / 4 + 8) * U32
     av = np.abs(np.asarray(v, np.float64))
-    return tau * (w @ av) + 2.0 ** -25 * av.sum(axis=0, keepdims=True)
+    bound = tau * (w @ av) + 2.0 ** -25 * av.sum(axis=0, keepdims=True)
+    if p.out == "f16":
+        bound = bound + U16 * (np.abs(w @ np.asarray(v, np.float64)) + bound) + 2.0 ** -25
+    return bound

@@ -9,7 +9,7 @@ loaded by TMA (128B swizzle) into shared memory, S = Q K^T with wgmma (K-major d
 online softmax in registers (quad shuffles, ex2.approx with log2(e) folded into the scale), P
 packed to f16x2 and fed to the second wgmma as A from registers, O = P V with V MN-major
 (transposed descriptor), a K/V ring of `stages` stages with full/empty mbarriers, O / rowsum
-stored as f32. Its operands, launch and numpy reference live in hopsim/attention.py.
+stored as f32 by direct stores or (out="f16") as f16 through the swizzled Q tile and a TMA store. Its operands, launch and numpy reference live in hopsim/attention.py.
 
   params.py   the knobs (AttnParams) and what they need (shared memory, FLOPs)
   plan.py     shared-memory layouts (isa.layout), TMA boxes, descriptor fields
@@ -18,8 +18,7 @@ stored as f32. Its operands, launch and numpy reference live in hopsim/attention
 
 variant "ws" gives the TMA loads to a producer warp (a fifth warp). Not FlashAttention-3 yet: no
 producer warpgroup with setmaxnreg, no ping-pong of two consumer warpgroups (named barriers), no
-intra-warpgroup overlap of softmax and the next Q K^T, no causal mask, f32 output by direct stores
-(no TMA store), one head (every CTA reads the whole K and V).
+intra-warpgroup overlap of softmax and the next Q K^T, no causal mask, one head (every CTA reads the whole K and V).
 """
 
 from __future__ import annotations

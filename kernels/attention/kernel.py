@@ -9,7 +9,8 @@
                 online softmax (softmax.py); wgmma.fence; O += P V as kvb/16 wgmma m64n{d}k16 with
                 A from registers and V MN-major (trans-b 1); commit; wait_group 0; lane 0 of every
                 warp arrives on empty[s]; warp 0 waits empty[s] (phase ph) and loads block j + S
-    epilogue    O /= rowsum; st.global.v2.f32 of each thread's pairs (row, col), (row, col + 1)
+    epilogue    O /= rowsum; st.global.v2.f32 of each thread's pairs (row, col), (row, col + 1), or
+                (out f16) cvt to f16x2, st.shared into the Q tile (128B swizzle), TMA store
     ws          warp 4 (threads 128..159) is the producer: Q, then for every block j: wait empty[s]
                 (phase flipped: the first pass needs no release), load block j into stage s; the
                 warpgroup only waits full[s], computes and releases (no refill, no prologue)
@@ -37,7 +38,10 @@ def declare(em: Emitter) -> None:
     b, plan = em.b, em.plan
     for name in ("tma_q", "tma_k", "tma_v"):
         b.param(name, "tmap")
-    b.param("O", "u64")
+    if em.p.out == "f16":
+        b.param("tma_o", "tmap")
+    else:
+        b.param("O", "u64")
     b.shared("full_bar", 8 * plan.S, align=8)
     b.shared("empty_bar", 8 * plan.S, align=8)
     b.shared("q_bar", 8, align=8)
@@ -220,9 +224,14 @@ def mainloop(em: Emitter, ws: bool = False) -> None:
 
 
 def epilogue(em: Emitter) -> None:
-    """O /= l; thread stores row qrow0 + 16 warp + lane/4 (+8), columns 8 v2 + 2 (lane % 4) + {0, 1}."""
-    b, plan, D = em.b, em.plan, em.plan.D
+    """O /= l, then f32 direct stores or the f16 TMA-store epilogue."""
     softmax.normalise(em, em.o_acc)
+    (store_f16 if em.p.out == "f16" else store_f32)(em)
+
+
+def store_f32(em: Emitter) -> None:
+    """Thread stores row qrow0 + 16 warp + lane/4 (+8), columns 8 v2 + 2 (lane % 4) + {0, 1}."""
+    b, D = em.b, em.plan.D
     row, col, t = em.u32("row"), em.u32("col"), em.u32("epi_t")
     gp, rd = em.u64("gptr"), em.u64("epi_rd")
     b.shr("u32", t, em.u32("tid"), 5)
@@ -240,6 +249,58 @@ def epilogue(em: Emitter) -> None:
         for h in range(2):
             i = 4 * v2 + 2 * h
             b.st_global("f32", Mem(gp, (8 * h * D + 8 * v2) * OUT_BYTES), (em.o_acc[i], em.o_acc[i + 1]), vec=2)
+
+
+def slab_addrs(em: Emitter) -> list[Reg]:
+    """The f16 O tile reuses the Q tile (plan.q_smem with the 128B swizzle): the pair (row r,
+    columns c, c + 1) of chunk c / 64 is at r*128 + 16 ((c % 64) / 8 ^ r % 8) + 2 (c % 8). A thread's
+    rows are r0 = 16 warp + lane/4 (+8: the same r % 8), so its 16-B chunk j (= v2 % 8) is at
+    base + 16 (j ^ lane/4), base = sQ + r0*128 + 4 (lane % 4): eight address registers."""
+    b, lane = em.b, em.u32("lane")
+    base, x, t = em.u32("o_base"), em.u32("o_x"), em.u32("epi_t")
+    b.shr("u32", t, em.u32("tid"), 5)
+    b.shr("u32", x, lane, 2)
+    b.shl("b32", base, t, 4)
+    b.add("u32", base, base, x)
+    b.shl("b32", base, base, 7)
+    b.add("u32", base, base, em.u32("sQ"))
+    b.and_("b32", t, lane, 3)
+    b.shl("b32", t, t, 2)
+    b.add("u32", base, base, t)
+    out = []
+    for j in range(8):
+        a = em.u32(f"o_addr{j}")
+        b.xor("b32", t, x, j)
+        b.shl("b32", t, t, 4)
+        b.add("u32", a, base, t)
+        out.append(a)
+    return out
+
+
+def store_f16(em: Emitter) -> None:
+    """cvt.rn.f16x2.f32 pairs -> st.shared.b32 into the swizzled tile (Q is dead: every wgmma that
+    read it has retired); fence.proxy.async (generic writes -> the TMA's async proxy); bar.sync 1,
+    128 (the warpgroup only: the ws producer warp does not take part); thread 0 stores each
+    64-column chunk with a TMA store, commit, wait_group 0 (the stores complete before the CTA
+    exits, as kernels/membound/tmacopy.py; hopsim's timed machine drops the global write of a store
+    still pending at exit, so wait_group.read 0, enough on hardware, is not used here)."""
+    b, plan = em.b, em.plan
+    addrs = slab_addrs(em)
+    pk = em.value("b32", "o_pack")
+    for v2 in range(plan.D // 8):
+        for h in range(2):
+            i = 4 * v2 + 2 * h
+            b.cvt("f16x2", "f32", pk, em.o_acc[i + 1], rnd="rn", src2=em.o_acc[i])
+            b.st_shared("b32", Mem(addrs[v2 % 8], (v2 // 8) * plan.q_smem.stride[1][1] + h * 8 * plan.q_smem.stride[0]), pk)
+    b.fence_proxy_async()
+    b.bar_sync(1, 128)
+    col, t0 = em.u32("ld_col"), Guard(em.pred("t0"))
+    for box in plan.q_boxes():
+        b.mov("u32", col, box.col)
+        b.cp_async_bulk_tensor_store(TMA_DIMS, Sym("tma_o"), (col, em.u32("qrow0")),
+                                     Mem(em.u32("sQ"), box.smem_offset), guard=t0)
+    b.cp_async_bulk_commit_group(guard=t0)
+    b.cp_async_bulk_wait_group(0, guard=t0)
 
 
 def build_kernel(params: AttnParams, check: bool = True) -> Kernel:

@@ -6,7 +6,7 @@ documented 2-ulp error, f32 roundings; derived there, not fitted).
 Covering set: every knob value at least once (head_dim 64/128, kv_block 64/128, stages 1..4, one and
 several KV blocks, a ring that wraps, q_tiles > 1), seeded random inputs. Laws: uniform scores give
 the mean of V exactly; V = identity gives the softmax rows; CTAs are independent (a grid of tiles ==
-each tile alone, bit for bit); the producer-warp variant computes the same bits; the timed machine computes the same bits and the same cycles with and
+each tile alone, bit for bit); the producer-warp variant computes the same bits; the f16 output is the f32 output rounded; the timed machine computes the same bits and the same cycles with and
 without data; the adversarial completion order (newest async op first) changes nothing. Protocol:
 the kernel verifies clean, and a missing wgmma.fence / wait_group or a wrong expect_tx is reported
 by name."""
@@ -34,6 +34,8 @@ COVER = {
     "n256_d64_kv64_s2_t3_scale": AttnParams(seq=256, head_dim=64, kv_block=64, stages=2, q_tiles=3, scale=0.3),
     "ws_n512_d128_kv64_s3_wrap": AttnParams(seq=512, head_dim=128, kv_block=64, stages=3, variant="ws"),
     "ws_n256_d64_kv128_s1_t2": AttnParams(seq=256, head_dim=64, kv_block=128, stages=1, q_tiles=2, variant="ws"),
+    "o16_n128_d128_kv64_s1_t2": AttnParams(seq=128, head_dim=128, kv_block=64, stages=1, q_tiles=2, out="f16"),
+    "o16_ws_n256_d64_kv128_s2": AttnParams(seq=256, head_dim=64, kv_block=128, stages=2, variant="ws", out="f16"),
 }
 
 
@@ -57,7 +59,22 @@ def test_cover_is_complete():
     assert {p.stages for p in ps} == {1, 2, 3, 4}
     assert any(p.n_blocks > p.stages for p in ps) and any(p.n_blocks == 1 for p in ps)
     assert any(p.q_tiles > 1 for p in ps) and any(p.scale is not None for p in ps)
-    assert {p.variant for p in ps} == {"single", "ws"}
+    assert {p.variant for p in ps} == {"single", "ws"} and {p.out for p in ps} == {"f32", "f16"}
+
+
+def _f32_twin(p: AttnParams) -> AttnParams:
+    return AttnParams(seq=p.seq, head_dim=p.head_dim, kv_block=p.kv_block, stages=p.stages, q_tiles=p.q_tiles,
+                      scale=p.scale, variant=p.variant)
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(COVER) if COVER[n].out == "f16"])
+def test_f16_output_is_the_f32_output_rounded(name):
+    """The f16 epilogue (cvt.rn.f16x2.f32, swizzled smem tile, TMA store) writes exactly the f32
+    epilogue's values rounded to nearest f16: any swizzle or box mistake moves or loses elements."""
+    p = COVER[name]
+    o16, _ = run(p, seed=6)
+    o32, _ = run(_f32_twin(p), seed=6)
+    assert np.array_equal(o16, o32.astype(np.float16).astype(np.float32))
 
 
 @pytest.mark.parametrize("name", [n for n in sorted(COVER) if COVER[n].variant == "ws"])
@@ -67,7 +84,7 @@ def test_producer_warp_computes_the_same_bits(name):
     p = COVER[name]
     a, _ = run(p, seed=9)
     b, _ = run(AttnParams(seq=p.seq, head_dim=p.head_dim, kv_block=p.kv_block, stages=p.stages,
-                          q_tiles=p.q_tiles, scale=p.scale), seed=9)
+                          q_tiles=p.q_tiles, scale=p.scale, out=p.out), seed=9)
     assert np.array_equal(a, b)
 
 
@@ -136,8 +153,9 @@ def test_adversarial_completion_order_changes_nothing(name):
     assert np.array_equal(a, b)
 
 
-def test_timed_machine_same_bits_and_cycles_without_data():
-    p = AttnParams(seq=256, head_dim=64, kv_block=64, stages=2, q_tiles=2)
+@pytest.mark.parametrize("out", ["f32", "f16"])
+def test_timed_machine_same_bits_and_cycles_without_data(out):
+    p = AttnParams(seq=256, head_dim=64, kv_block=64, stages=2, q_tiles=2, out=out)
     ak = build_attention(p)
     want, _ = run(p, seed=4)
     g, launch, *_ = setup_attention(p, ak, seed=4)
@@ -184,7 +202,7 @@ def test_protocol_violations_are_named(edit, error, words):
     (dict(head_dim=96), "head_dim"), (dict(kv_block=32), "kv_block"), (dict(seq=100), "seq"),
     (dict(stages=0), "stages"), (dict(stages=5), "stages"), (dict(q_tiles=0), "q_tiles"),
     (dict(scale=-1.0), "scale"), (dict(scale=float("nan")), "scale"), (dict(seq=True), "seq"),
-    (dict(variant="pingpong"), "variant"),
+    (dict(variant="pingpong"), "variant"), (dict(out="bf16"), "out"),
 ])
 def test_bad_params_name_the_field(kw, field):
     with pytest.raises(InputError, match=f"^{field}="):
