@@ -42,7 +42,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SASS_TAR = ROOT / "validation" / "sass" / "sass.tar.gz"
 
 _FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
-_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P(?:T|\d)+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P(?:T|\d)+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*([^;]*);")
 _TARGET = re.compile(r"0x([0-9a-f]+)")
 
 #: construct -> opcode prefixes (the first matching prefix wins; "." separates modifiers)

@@ -17,7 +17,7 @@ from hopsim.gemm_sim import TWIN_TMA_ISSUE, twin_issue_costs
 from hopsim.validate.calibrate_sass import class_costs, derive_sass
 from hopsim.validate.sass import (GEMM_ISSUE_PAIRS, ISSUE_CLASSES, SASS_TAR, TMA_ISSUE_MODES, SassError, box_cycles,
                                   constructs, copy_loop, gemm_per_box, k_loops, kernel, load_sass, loop_per_box,
-                                  micro_classes, micro_issue_counts, parse)
+                                  micro_classes, micro_issue_counts, parse, window)
 from kernels.gemm import estimate_regs
 from kernels.params import GemmParams
 from validation.provenance import RECORDS_DIR
@@ -53,11 +53,12 @@ def test_parse_reads_guard_opcode_and_branch_target():
         Function : k
         /*0000*/                   @!UP1 UTMALDG.2D [UR8], [UR14] ;   /* 0x0 */
         /*0010*/               @P0 BRA.U.ANY 0x0 ;   /* 0x0 */
-        /*0020*/                   EXIT ;
+        /*0020*/                   HGMMA.64x128x16.F32 R24, gdesc[UR8], R24, gsb0 ;
+        /*0030*/                   EXIT ;
     """
     ins = parse(text)["k"]
     assert [(i.addr, i.guard, i.op) for i in ins] == [(0, "@!UP1", "UTMALDG.2D"), (16, "@P0", "BRA.U.ANY"),
-                                                       (32, "", "EXIT")]
+                                                       (32, "", "HGMMA.64x128x16.F32"), (48, "", "EXIT")]
     assert ins[1].target == 0 and ins[0].target is None and ins[0].is_("UTMALDG")
 
 
@@ -115,6 +116,16 @@ def test_wgmmas_per_k_tile_are_the_tile_arithmetic(lib, tag):
     assert len(loops) == 1
     rows_per_wg = p.bm // (p.consumers if p.variant == "ws" else 1)
     assert constructs(list(loops[0].body))["wgmma"] == rows_per_wg // 64 * (p.bk // 16)
+
+
+@pytest.mark.parametrize("n", [64, 128, 256])
+def test_the_wgmma_queue_micro_issues_one_hgmma_per_wgmma(lib, n):
+    """The measured wgmma issue time (wgmma_issue_cycles) is of bare HGMMAs: the timed window holds
+    the fence and the L HGMMAs only (L = 1: ptxas also places two descriptor moves there)."""
+    for lcount in (1, 2, 4, 8, 16):
+        w = [i.op for i in window(kernel(lib, "micro_wgmma_queue", f"wgq_n{n}_l{lcount}_c1_g0"), 0, 1) if i.op != "NOP"]
+        assert w.count(f"HGMMA.64x{n}x16.F32") == lcount and w[0] == "WARPGROUP.ARRIVE"
+        assert len(w) == lcount + 1 or lcount == 1
 
 
 @pytest.mark.parametrize("tag", [t for t, kw in CONFIGS if kw["variant"] == "ws" or
