@@ -498,7 +498,12 @@ class DispatchResidency:
         n, t = coords.shape[0], coords.shape[1]
         self.ids = _dense_ids(self.hidx, coords)
         self.num_tiles = int(self.ids.max()) + 1 if t else 0
-        self._codes = _sorted_unique((self.ids * num_ctas + np.arange(n, dtype=np.int64)[:, None]).reshape(-1))
+        self._short = self._short_rows(plan, n, t)
+        real = np.ones((n, t), dtype=bool)
+        if self._short is not None:  # the short CTAs' missing positions read nothing
+            real[self._short[0]:] = False
+            real[self._short[0]:, self._short[1]] = True
+        self._codes = _sorted_unique((self.ids * num_ctas + np.arange(n, dtype=np.int64)[:, None])[real])
         sorted_ids = np.sort(self.ids, axis=1)
         self._dup_rows = (sorted_ids[:, 1:] == sorted_ids[:, :-1]).any(axis=1) if t > 1 else np.zeros(n, bool)
         self._nb_list = self.nbytes.tolist()
@@ -508,6 +513,20 @@ class DispatchResidency:
         self._sh_share = np.zeros(self.num_tiles)
         reading = sum(1 for w in range(len(self.starts) - 1) if self.starts[w + 1] > self.starts[w])
         self._concurrent = slots * max(1, reading)  # warps reading global memory at once, chip-wide
+
+    def _short_rows(self, plan: TilePlan, n: int, t: int):
+        """A truncated plan (`TilePlan.cut`: from CTA c0 on, each warp reads a prefix of its row,
+        e.g. a partial last CTA whose idle warps exit): (c0, the positions those CTAs read, their
+        warps' start positions), else None."""
+        if plan.cut is None or plan.cut[0] >= n:
+            return None
+        c0, lens = plan.cut
+        keep = np.concatenate([np.arange(self.starts[w], self.starts[w] + k, dtype=np.int64)
+                               for w, k in enumerate(lens)] or [np.zeros(0, dtype=np.int64)])
+        starts = [0]
+        for k in lens:
+            starts.append(starts[-1] + k)
+        return c0, keep, starts
 
     def fresh(self, residency) -> "DispatchResidency":
         """The same plan arrays over another (empty) L2 residency, with no windows open (another
@@ -524,7 +543,9 @@ class DispatchResidency:
         """The plan's (handle, coords, nbytes) per warp of CTA `cta` (for the detailed-run check)."""
         co, h, nb, d = self.coords[cta].tolist(), self.hidx.tolist(), self._nb_list, self.ndim.tolist()
         flat = [(self.handles[h[j]], tuple(co[j][:d[j]]), nb[j]) for j in range(len(h))]
-        return [flat[self.starts[w]:self.starts[w + 1]] for w in range(len(self.starts) - 1)]
+        rows = [flat[self.starts[w]:self.starts[w + 1]] for w in range(len(self.starts) - 1)]
+        cut = self.plan.lengths(cta)
+        return rows if cut is None else [row[:k] for row, k in zip(rows, cut)]
 
     def _readers(self, ids: np.ndarray, cta: int) -> np.ndarray:
         """r per position: how many CTAs in [cta, cta + slots) read the tile (at least 1)."""
@@ -535,6 +556,11 @@ class DispatchResidency:
 
     def classify(self, cta: int) -> CtaHits:
         ids = self.ids[cta]
+        if self._short is not None and cta >= self._short[0]:
+            ids = ids[self._short[1]]
+            nb = [self._nb_list[j] for j in self._short[1].tolist()]
+            hit = np.array(self.residency.access_all(ids.tolist(), nb), dtype=bool)
+            return self._classify_walk(cta, ids, hit, nb, self._short[2])
         hit = np.array(self.residency.access_all(ids.tolist(), self._nb_list), dtype=bool)
         if self._dup_rows[cta]:
             return self._classify_walk(cta, ids, hit)
@@ -559,13 +585,16 @@ class DispatchResidency:
         share[real] = self._sh_share[r_ids]
         return CtaHits(real, share, self.starts)
 
-    def _classify_walk(self, cta: int, ids: np.ndarray, hit: np.ndarray) -> CtaHits:
+    def _classify_walk(self, cta: int, ids: np.ndarray, hit: np.ndarray, nb=None, starts=None) -> CtaHits:
         """Tile by tile (a CTA that reads one tile twice: later reads see the earlier's window; a
-        warp's own re-read is a hit or a fresh miss by reuse distance, see the class docstring)."""
+        warp's own re-read is a hit or a fresh miss by reuse distance, see the class docstring;
+        a short CTA of a truncated plan: its own bytes per position and warp starts)."""
         r = self._readers(ids, cta).tolist()
         end = cta + self.slots
         out_hit, share = [], []
-        nb, starts, res = self._nb_list, self.starts, self.residency
+        nb = self._nb_list if nb is None else nb
+        starts = self.starts if starts is None else starts
+        res = self.residency
         w, last, touched = 0, {}, 0  # last: tile -> the warp's bytes read before its latest read
         for j, (t, h) in enumerate(zip(ids.tolist(), hit.tolist())):
             while j >= starts[w + 1]:
@@ -597,7 +626,7 @@ class DispatchResidency:
                     self._sh_end[t], self._sh_share[t] = end, 1.0 / r[j]
                 out_hit.append(True)
                 share.append(float(self._sh_share[t]))
-        return CtaHits(np.array(out_hit, dtype=bool), np.array(share), self.starts)
+        return CtaHits(np.array(out_hit, dtype=bool), np.array(share), starts)
 
 
 class StreamingResidency:

@@ -188,11 +188,8 @@ class _Grid:
         self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
         if self.tile_plan is not None:
             streaming = memo_mod.StreamingResidency.applies(self.tile_plan, self.num_ctas)
-            if self.tile_plan.cut is not None and not streaming:  # truncated rows: streaming plans only
-                self.tile_plan = None
-            else:
-                kind = memo_mod.StreamingResidency if streaming else memo_mod.DispatchResidency
-                self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
+            kind = memo_mod.StreamingResidency if streaming else memo_mod.DispatchResidency
+            self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
         if key is not None:
             cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch)
 

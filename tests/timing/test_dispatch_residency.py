@@ -32,11 +32,27 @@ def reference(plan: TilePlan, num_ctas: int, slots: int, capacity: int) -> list[
         return max(1, bisect.bisect_left(rd, c + slots) - bisect.bisect_left(rd, c))
 
     window, share, out = {}, {}, []
+    concurrent = slots * sum(1 for row in plan.base if row)
     for c in range(num_ctas):
         got = []
         for row in plan.tiles(c):
+            seen, touched = {}, 0   # this warp's earlier reads: tile -> its bytes read before
             for h, co, nb in row:
                 t = (h, co)
+                before = seen.get(t)
+                seen[t] = touched
+                touched += nb
+                if before is not None and t in res:   # the warp's own re-read: LRU reuse distance
+                    res.access(t, nb)
+                    if (touched - nb - before) * concurrent > capacity:
+                        res.hits, res.misses = res.hits - 1, res.misses + 1
+                        got.append((False, 1.0))
+                        continue
+                    sw = share.get(t)
+                    if sw is None or c >= sw[0]:
+                        sw = share[t] = (c + slots, 1.0 / r_of(t, c))
+                    got.append((True, sw[1]))
+                    continue
                 if not res.access(t, nb):
                     window[t] = (c + slots, 1.0 / r_of(t, c))
                     got.append((False, 1.0 / r_of(t, c)))

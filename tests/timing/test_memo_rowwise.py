@@ -1,8 +1,8 @@
 """CTA memoisation of the row-wise kernels (kernels/rowwise: shfl.sync, ex2/rcp.approx, and in
 the cta mapping ld/st.shared and bar.sync): memo=True gives exactly the cycles, bytes, counters,
 role statistics and busy fractions of memo=False (same partitioned mode) on multi-wave grids, an L2 small
-enough to evict, at 8 and at 1 CTA per SM; and with a partial last CTA (warp mapping: rows not a
-multiple of the warps per CTA), where the memo falls back to detail."""
+enough to evict, at 8 and at 1 CTA per SM, and with a partial last CTA (warp mapping: rows not a
+multiple of the warps per CTA)."""
 
 from __future__ import annotations
 
@@ -45,16 +45,18 @@ def test_memo_equals_detailed_for_rowwise_kernels(family, mapping, rows, cols, r
 
 
 @pytest.mark.parametrize("family", ["softmax", "rowsum"])
-def test_partial_last_cta_is_exact(family):
-    """rows not a multiple of the warps per CTA: the last CTA's idle warps exit at once; its
-    lines differ from the others', so the tile plan does not hold and every CTA is simulated in
-    detail (memo_hits 0 today): the result must still equal memo=False."""
-    p = RowParams(family=family, rows=8 * 9 - 3, cols=256, mapping="warp")
+@pytest.mark.parametrize("rows", [8 * 37 - 3, 8 * 37 - 7])
+def test_partial_last_cta_is_memoised_exactly(family, rows):
+    """rows not a multiple of the warps per CTA: the last CTA's idle warps exit at once (a
+    truncated tile plan, TilePlan.cut, in DispatchResidency): the other CTAs are still memoised
+    and the result equals memo=False."""
+    p = RowParams(family=family, rows=rows, cols=256, mapping="warp")
     runs = []
     for memo in (True, False):
         k, lch, gm = _launch(p)
         runs.append(simulate(k, lch, _gpu(4, 50 << 20), values=False, gmem=gm, memory="partitioned", memo=memo,
                              regs_per_thread=32))
+    assert runs[0].extra["memo_hits"] > 0, runs[0].extra
     _same(*runs)
 
 
