@@ -9,7 +9,8 @@ one thread per element (vec=1) or per float4 (vec=4), 256 threads per CTA;
     grid-stride:  for (i = (ctaid.x * ntid.x + tid.x) * vec; i < n; i += nctaid.x * ntid.x * vec) ...
 
 The plain form guards its loads and stores per lane (a partial last CTA); the grid-stride loop
-branches per warp (hopsim's branches are warp-uniform), so its n is a multiple of 32 x vec.
+branches per warp (written when hopsim's branches had to be warp-uniform; hopsim/functional/simt.py
+now models divergent ones), so its n is a multiple of 32 x vec.
 Imports only isa (the kernels layer).
 """
 
