@@ -171,7 +171,7 @@ def bench_spin(pt: dict) -> dict:
                        f"each thread spins until clock64 - (thread 0's clock64 at CTA start) >= {c}; graph_us: "
                        f"{lp.SPIN_GRAPH_LAUNCHES} launches per CUDA graph x {lp.SPIN_BATCHES}, median per launch; "
                        f"single_us: idle GPU, median of {lp.SPIN_SINGLE_REPS}; stamps of the last single launch "
-                       "(validation/launch2_plan.analyse_stamps)"),
+                       "(analyse_stamps in validation/launch2_plan.py)"),
             "units": {"*_us": "microseconds per launch", "*_ns": "ns (globaltimer)", "*_cycles": "SM cycles (clock64)"}}
 
 
@@ -236,7 +236,7 @@ def bench_stream(pt: dict) -> dict:
     res["graph_launches"] = {"same_graph": n_same, "rotate_graph": n_rot}
     return {"results": res, "launch": {"grid": grid, "block": lp.STREAM_THREADS, "sms": nsm},
             "method": (f"ml_{p['kernel']} over {p['bytes']} B (float4 grid-stride, {grid} CTAs x {lp.STREAM_THREADS}); "
-                       "modes: see validation/launch2_plan.MODES; graph modes: median of "
+                       "modes: see MODES in validation/launch2_plan.py; graph modes: median of "
                        f"{lp.STREAM_BATCHES} graph launches per launch; event modes: median of {lp.EVENT_REPS}"),
             "units": {"us_median": "microseconds per launch", "bytes_per_s": "bytes moved (read + written) / s"}}
 

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 _run(["nvcc", *NVCC_FLAGS, "-o", str(cubin), str(src)])
                 sass = _run(["cuobjdump", "-sass", str(cubin)])
                 _add(tar, f"{src.stem}.sass", sass)
-                index["kernels"][src.stem] = {"source": f"kernels/cuda/{src.name}"}
+                index["kernels"][src.stem] = {"source": src.relative_to(ROOT).as_posix()}
                 print(f"{src.stem}: {len(sass.splitlines())} lines", flush=True)
             except Exception as exc:  # noqa: BLE001
                 index["kernels"][src.stem] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 _run([*cmd, "-o", str(cubin), str(src)])
                 sass = _run(["cuobjdump", "-sass", str(cubin)])
                 _add(tar, f"{stem}.sass", sass)
-                index["kernels"][stem] = {"source": f"validation/cuda/{name}", "nvcc": cmd[1:]}
+                index["kernels"][stem] = {"source": src.relative_to(ROOT).as_posix(), "nvcc": cmd[1:]}
                 print(f"{stem}: {len(sass.splitlines())} lines", flush=True)
             except Exception as exc:  # noqa: BLE001
                 index["kernels"][stem] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
