@@ -34,6 +34,7 @@ KV_BLOCKS = (64, 128)
 MAX_STAGES = 4
 VARIANTS = ("single", "ws")
 MAX_Q_TILES = 1024
+MAX_SCALE = 1e6                 # |score| <= d * 65504^2 < 5.5e11 (f16 inputs): 1e6 * 1.45 * 5.5e11 << f32 max
 MAX_SEQ = 1 << 16               # keys (the simulation is per element; larger is not useful here)
 SMEM_PER_CTA_MAX_BYTES = 227 * 1024   # sm90 opt-in dynamic + static shared memory per CTA
 STATIC_SMEM_BYTES = 1024        # mbarriers in static smem (as the GEMM: dynamic base 1024-aligned)
@@ -77,8 +78,9 @@ class AttnParams:
         _need(self.variant in VARIANTS, "variant", self.variant, "single or ws (a producer warp)")
         if self.scale is not None:
             ok = isinstance(self.scale, numbers.Real) and not isinstance(self.scale, bool) \
-                and math.isfinite(self.scale) and self.scale > 0
-            _need(ok, "scale", self.scale, "a positive finite number (default 1/sqrt(head_dim))")
+                and math.isfinite(self.scale) and 0 < self.scale <= MAX_SCALE
+            _need(ok, "scale", self.scale, f"a number in (0, {MAX_SCALE:g}] (default 1/sqrt(head_dim); a larger "
+                  "one can overflow scale * log2(e) * score in f32 and make the softmax NaN)")
             object.__setattr__(self, "scale", float(self.scale))
         need = self.smem_footprint_bytes
         _need(need <= SMEM_PER_CTA_MAX_BYTES, "stages", self.stages,

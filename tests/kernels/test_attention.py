@@ -201,7 +201,7 @@ def test_protocol_violations_are_named(edit, error, words):
 @pytest.mark.parametrize("kw, field", [
     (dict(head_dim=96), "head_dim"), (dict(kv_block=32), "kv_block"), (dict(seq=100), "seq"),
     (dict(stages=0), "stages"), (dict(stages=5), "stages"), (dict(q_tiles=0), "q_tiles"),
-    (dict(scale=-1.0), "scale"), (dict(scale=float("nan")), "scale"), (dict(seq=True), "seq"),
+    (dict(scale=-1.0), "scale"), (dict(scale=float("nan")), "scale"), (dict(scale=1e7), "scale"), (dict(seq=True), "seq"),
     (dict(variant="pingpong"), "variant"), (dict(out="bf16"), "out"),
 ])
 def test_bad_params_name_the_field(kw, field):
