@@ -94,6 +94,15 @@ def _global_ranges(tmap, coords) -> tuple:
     hi = min(coords[0] + box[0], dims[0])
     if hi <= lo:
         return ()
+    n = (hi - lo) * e
+    if len(dims) == 2 and strides[0] > 0:  # a 2-D box: one run per row in address order, or one run
+        r0, r1 = max(coords[1], 0), min(coords[1] + box[1], dims[1])
+        first, step = tmap.global_address + lo * e + r0 * strides[0], strides[0]
+        if r1 <= r0:
+            return ()
+        if step == n:  # rows that touch merge (as below)
+            return ((first, n * (r1 - r0)),)
+        return tuple((first + i * step, n) for i in range(r1 - r0))
     starts = [tmap.global_address + lo * e]  # plain ints: a box has few rows (numpy costs more here)
     for d in range(len(dims) - 1, 0, -1):
         step = strides[d - 1]

@@ -417,6 +417,21 @@ def test_tma_global_ranges_equal_the_layouts_module():
     assert bridge.global_ranges(None, full, (0, 8)) == tma.global_ranges(full, (0, 8)) == ((1024, 4096),)
 
 
+def test_tma_global_ranges_2d_fast_path_equals_the_layouts_module_on_an_enumerated_grid():
+    # bridge's 2-D path (one run per row, or one run when rows touch) against the element-level
+    # plan: every box origin on a grid crossing both edges of both dimensions, rows with a gap,
+    # rows that touch, boxes of 1 to 128 rows
+    from hopsim.functional import bridge, tma
+    from isa.tensormap import TensorMap
+    for dims, stride, box in [((200, 100), 400, (64, 64)), ((64, 40), 128, (64, 8)), ((96, 300), 256, (32, 128)),
+                              ((8, 5), 16, (8, 1))]:
+        t = TensorMap(dtype="f16", global_dims=dims, global_strides_bytes=(stride,), box_dims=box,
+                      global_address=8192, swizzle="none")
+        for x in range(-box[0], dims[0] + 1, max(1, box[0] // 2)):
+            for y in range(-box[1], dims[1] + 1, max(1, box[1] // 2)):
+                assert bridge._global_ranges(t, (x, y)) == tma.global_ranges(t, (x, y)), (dims, stride, box, x, y)
+
+
 # The warp-uniform fast path (Python ints) must agree with the lane-vector path (numpy): run the
 # same ops with uniform inputs (from .param: scalar path) and compare with numpy on those values.
 UNI_HEAD = """
