@@ -19,13 +19,8 @@ import os
 import pathlib
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from hopsim.plots import plot_compare  # noqa: E402
-from hopsim.validate.compare import (  # noqa: E402
+from hopsim.plots import plot_compare, pyplot  # matplotlib loads with the first picture
+from hopsim.validate.compare import (
     CALIBRATION,
     MICRO_TOLERANCE,
     BankResult,
@@ -129,6 +124,7 @@ def plot_sweep_panels(shapes: Sequence[SweepShape], path: str | os.PathLike, *,
         n = max(1, len(chunk))
         ncols = min(4, n)
         nrows = math.ceil(n / ncols)
+        plt = pyplot()
         fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.9 * nrows), squeeze=False)
         for ax in axes.flat[n:]:
             ax.axis("off")
