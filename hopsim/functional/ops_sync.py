@@ -80,6 +80,8 @@ def _init(ins, ctx):
     gc = value_getter(ins.count, "u32", ctx)
 
     def fn(ex, ws, mask):
+        if mask is ws.none:  # guarded off in every lane (e.g. the warps without thread 0)
+            return Effect(kind=Kind.MBAR_INIT, warp=ws.w, lanes=0, mbarrier=None, phase=0, extra={"count": 0})
         addrs = _lane_list(ga(ex, ws), mask)
         count = uniform(gc(ex, ws), mask, "mbarrier.init count") if addrs else 0
         for addr in addrs:
