@@ -33,6 +33,7 @@ EXAMPLE = """examples:
   hopsim simulate attention --seq 256 --head-dim 64                 (one CTA, checked against numpy)
   hopsim simulate attention --seq 1024 --head-dim 128 --kv-block 128 --stages 2 --q-tiles 4 --json
   hopsim simulate attention --seq 1024 --head-dim 128 --stages 3 --variant ws     (a producer warp)
+  hopsim simulate attention --seq 1024 --head-dim 128 --stages 3 --variant ws --overlap --out f16
   hopsim simulate attention --seq 4096 --head-dim 128 --q-tiles 132 --timing-only --plot attn.png
   hopsim simulate attention --seq 128 --emit-ir > attn.ptx"""
 
@@ -51,6 +52,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--q-tiles", type=int, default=d.q_tiles, help="independent 64-row Q tiles = CTAs (default 1)")
     p.add_argument("--variant", default=d.variant, help="single (warp 0 also loads) or ws (a producer warp)")
     p.add_argument("--out", default=d.out, help="f32 (direct stores) or f16 (swizzled smem tile + TMA store)")
+    p.add_argument("--overlap", action="store_true",
+                   help="softmax of block j during the P V wgmma of block j-1 (FlashAttention-3; stages >= 2)")
     p.add_argument("--scale", type=float, help="softmax scale (default 1/sqrt(head-dim))")
     p.add_argument("--seed", type=int, default=0, help="seed of the random f16 Q, K, V (default 0)")
     p.add_argument("--timing-only", action="store_true", help="no data: time only, no check against numpy")
@@ -68,7 +71,7 @@ def parser() -> argparse.ArgumentParser:
 def params_of(args) -> AttnParams:
     p = AttnParams(seq=args.seq, head_dim=args.head_dim, kv_block=args.kv_block, stages=args.stages,
                    q_tiles=args.q_tiles, scale=args.scale, variant=args.variant,
-                   out=args.out)
+                   out=args.out, overlap=args.overlap)
     if not args.timing_only and p.q_tiles * p.n_blocks > CHECK_LIMIT:
         raise InputError("q-tiles x seq/kv-block", p.q_tiles * p.n_blocks,
                          f"at most {CHECK_LIMIT} CTA x KV-block steps with data; use --timing-only for larger")
@@ -130,7 +133,7 @@ def run(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({**res.to_json(), "family": FAMILY, "seq": p.seq, "head_dim": p.head_dim,
                           "kv_block": p.kv_block, "stages": p.stages, "q_tiles": p.q_tiles, "variant": p.variant,
-                          "out": p.out,
+                          "out": p.out, "overlap": p.overlap,
                           "scale": p.softmax_scale, "time_ms_boost": sol.boost.time_ms,
                           "time_ms_sustained": sol.sustained.time_ms, "sustained_clock_mhz": sol.sustained.mhz,
                           "power_w": pt.power_w, "energy_mj": pt.energy_mj, "check": chk,

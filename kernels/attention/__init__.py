@@ -16,9 +16,12 @@ stored as f32 by direct stores or (out="f16") as f16 through the swizzled Q tile
   softmax.py  the online softmax, the P packing and the final normalisation
   kernel.py   setup, TMA prologue, the KV loop (two wgmma chains), the epilogue
 
-variant "ws" gives the TMA loads to a producer warp (a fifth warp). Not FlashAttention-3 yet: no
-producer warpgroup with setmaxnreg, no ping-pong of two consumer warpgroups (named barriers), no
-intra-warpgroup overlap of softmax and the next Q K^T, no causal mask, one head (every CTA reads the whole K and V).
+variant "ws" gives the TMA loads to a producer warp (a fifth warp); `overlap` runs the softmax of
+block j during the P V wgmma of block j - 1 (FlashAttention-3's intra-warpgroup pipelining; in the
+model it pays with >= 3 stages: with 2, the stage of block j - 1 is released one block later and the
+TMA latency shows). Not FlashAttention-3 yet: no producer warpgroup with setmaxnreg, no ping-pong of
+two consumer warpgroups (named barriers), separate K and V barriers, causal mask; one head (every
+CTA reads the whole K and V).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@
                 warp arrives on empty[s]; warp 0 waits empty[s] (phase ph) and loads block j + S
     epilogue    O /= rowsum; st.global.v2.f32 of each thread's pairs (row, col), (row, col + 1), or
                 (out f16) cvt to f16x2, st.shared into the Q tile (128B swizzle), TMA store
+    overlap     the softmax of block j overlaps the P V wgmma of block j - 1 (mainloop_overlap)
     ws          warp 4 (threads 128..159) is the producer: Q, then for every block j: wait empty[s]
                 (phase flipped: the first pass needs no release), load block j into stage s; the
                 warpgroup only waits full[s], computes and releases (no refill, no prologue)
@@ -127,8 +128,9 @@ def prologue(em: Emitter) -> None:
     b.place(skip)
 
 
-def scores(em: Emitter) -> None:
-    """S = Q K^T: d/16 wgmma m64n{kvb}k16, K-major A (Q) and B (K) from shared memory."""
+def scores(em: Emitter, wait: bool = True) -> None:
+    """S = Q K^T: d/16 wgmma m64n{kvb}k16, K-major A (Q) and B (K) from shared memory (fence,
+    commit; wait_group 0 unless `wait` is False)."""
     b, plan = em.b, em.plan
     dq, dk, da, db = em.u64("descQ"), em.u64("descK"), em.u64("da"), em.u64("db")
     desc_base(em, dk, em.u32("sk"), *plan.k_desc)
@@ -143,15 +145,18 @@ def scores(em: Emitter) -> None:
             kb = db
         b.wgmma_mma_async(plan.KVB, "f32", "f16", "f16", em.s_acc, qa, kb, 0 if kk == 0 else 1, 1, 1, 0, 0)
     b.wgmma_commit_group()
-    b.wgmma_wait_group(0)
+    if wait:
+        b.wgmma_wait_group(0)
 
 
-def pv(em: Emitter) -> None:
-    """O += P V: kvb/16 wgmma m64n{d}k16, A = the P fragments in registers, V MN-major (trans-b)."""
+def pv(em: Emitter, sv: Reg | None = None, fence: bool = True, wait: bool = True) -> None:
+    """O += P V: kvb/16 wgmma m64n{d}k16, A = the P fragments in registers, V MN-major (trans-b),
+    V at `sv` (default the current stage's)."""
     b, plan = em.b, em.plan
     dv, db = em.u64("descV"), em.u64("db")
-    desc_base(em, dv, em.u32("sv"), *plan.v_desc)
-    b.wgmma_fence()
+    desc_base(em, dv, sv if sv is not None else em.u32("sv"), *plan.v_desc)
+    if fence:
+        b.wgmma_fence()
     for kk in range(plan.KVB // WGMMA_K):
         vb = dv
         if plan.v_step(kk):
@@ -160,7 +165,8 @@ def pv(em: Emitter) -> None:
         a = em.p_regs.regs[4 * kk:4 * kk + 4]
         b.wgmma_mma_async(plan.D, "f32", "f16", "f16", em.o_acc, a, vb, 1, 1, 1, 0, 1)
     b.wgmma_commit_group()
-    b.wgmma_wait_group(0)
+    if wait:
+        b.wgmma_wait_group(0)
 
 
 def release_and_refill(em: Emitter, j: Reg, ph: Reg, nxt) -> None:
@@ -221,6 +227,60 @@ def mainloop(em: Emitter, ws: bool = False) -> None:
     else:
         release_and_refill(em, j, ph, nxt)
     em.loop_back(j, plan.KT, top, after=nxt)
+
+
+def mainloop_overlap(em: Emitter, ws: bool = False) -> None:
+    """FlashAttention-3's intra-warpgroup pipelining: the softmax of block j runs while the P V
+    wgmma of block j - 1 is in flight (needs >= 2 stages: stage j - 1 is released one block later).
+
+        block 0:   wait full; S = Q K_0 (wait 0); exp_block; rescale_and_pack
+        j >= 1:    wait full[j % S]; fence; S = Q K_j; commit; O += P V_{j-1}; commit;
+                   wait_group 1 (S_j retired: groups retire in order); exp_block (S only);
+                   wait_group 0 (P V_{j-1} retired); release stage (j - 1) % S (+ refill in single);
+                   O *= alpha; pack P_j
+        tail:      fence; O += P V_{KT-1}; wait_group 0
+    The arithmetic is the same instructions on the same values as `mainloop`: O is bit-identical."""
+    b, plan = em.b, em.plan
+    c = plan.p.softmax_scale * softmax.LOG2E
+    for r in em.o_acc:
+        b.mov("f32", r, 0.0)
+    softmax.init_stats(em)
+    desc_base(em, em.u64("descQ"), em.u32("sQ"), *plan.q_desc)
+    b.mov("u32", em.u32("qph"), 0)
+    em.wait(Sym("q_bar"), em.u32("qph"))
+    j, s, ph, prev_sv = em.u32("kt"), em.u32("s"), em.u32("ph"), em.u32("sv_prev")
+    b.mov("u32", j, 0)
+    em.stage_phase(s, ph, j)
+    stage_addrs(em, s)
+    em.wait(em.u32("bar"), ph)
+    scores(em)
+    softmax.online_block(em, em.s_acc, em.o_acc, em.p_regs, c)
+    b.mov("u32", prev_sv, em.u32("sv"))
+    if plan.KT > 1:
+        b.mov("u32", j, 1)
+        top, nxt = em.label("KVLOOP"), em.label("KVNEXT")
+        b.place(top)
+        em.stage_phase(s, ph, j)
+        stage_addrs(em, s)
+        em.wait(em.u32("bar"), ph)
+        scores(em, wait=False)
+        pv(em, prev_sv, fence=False, wait=False)
+        b.wgmma_wait_group(1)
+        softmax.exp_block(em, em.s_acc, c)
+        b.wgmma_wait_group(0)
+        b.mov("u32", prev_sv, em.u32("sv"))
+        rel, rs, rph = em.u32("rel"), em.u32("rs"), em.u32("rph")
+        b.sub("u32", rel, j, 1)
+        em.stage_phase(rs, rph, rel)
+        stage_addrs(em, rs)
+        if ws:
+            release(em)
+        else:
+            release_and_refill(em, rel, rph, nxt)
+        b.place(nxt)
+        softmax.rescale_and_pack(em, em.s_acc, em.o_acc, em.p_regs)
+        em.loop_back(j, plan.KT, top)
+    pv(em, prev_sv)
 
 
 def epilogue(em: Emitter) -> None:
@@ -313,7 +373,7 @@ def build_kernel(params: AttnParams, check: bool = True) -> Kernel:
         pw = em.pred("producer")
         em.b.setp("ge", "u32", pw, em.u32("tid"), 128)
         em.b.bra(prod, guard=Guard(pw))
-        mainloop(em, ws=True)
+        (mainloop_overlap if params.overlap else mainloop)(em, ws=True)
         epilogue(em)
         em.b.bra(done, uni=True)
         em.b.place(prod)
@@ -321,7 +381,7 @@ def build_kernel(params: AttnParams, check: bool = True) -> Kernel:
         em.b.place(done)
     else:
         prologue(em)
-        mainloop(em)
+        (mainloop_overlap if params.overlap else mainloop)(em)
         epilogue(em)
     em.b.exit()
     return em.b.build(check=check)

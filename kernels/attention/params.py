@@ -14,6 +14,8 @@ K and V (the tiles are independent: one attention head, q_tiles * 64 queries).
   out        "f32": O stored by st.global.v2.f32 from the accumulators; "f16": O rounded to f16
              (cvt.rn.f16x2.f32), staged in the (dead) Q tile with the 128B swizzle and written by
              a TMA store per 64 columns (FlashAttention-3's epilogue)
+  overlap    FlashAttention-3's intra-warpgroup pipelining: the softmax of block j runs while the
+             P V wgmma of block j - 1 is in flight (stages >= 2)
   variant    "single": the consumer warpgroup's warp 0 also issues the TMA loads (fills the ring,
              refills a stage after the four warps released it); "ws": a fifth warp (threads
              128..159) is the producer (FlashAttention-3's producer, one warp), the warpgroup
@@ -64,6 +66,7 @@ class AttnParams:
     scale: float | None = None
     variant: str = "single"
     out: str = "f32"
+    overlap: bool = False
 
     def __post_init__(self) -> None:
         for f in ("seq", "head_dim", "kv_block", "stages", "q_tiles"):
@@ -74,6 +77,9 @@ class AttnParams:
               f"a positive multiple of kv_block ({self.kv_block}), at most {MAX_SEQ} (no tail masking)")
         _need(1 <= self.q_tiles <= MAX_Q_TILES, "q_tiles", self.q_tiles, f"1..{MAX_Q_TILES}")
         _need(1 <= self.stages <= MAX_STAGES, "stages", self.stages, f"1..{MAX_STAGES}")
+        _need(isinstance(self.overlap, bool), "overlap", self.overlap, "True or False")
+        _need(not (self.overlap and self.stages < 2), "stages", self.stages,
+              ">= 2 with overlap (the stage of block j - 1 is released after block j's S = Q K^T)")
         _need(self.out in ("f32", "f16"), "out", self.out, "f32 or f16 (the output O)")
         _need(self.variant in VARIANTS, "variant", self.variant, "single or ws (a producer warp)")
         if self.scale is not None:
@@ -143,5 +149,6 @@ class AttnParams:
     @property
     def tag(self) -> str:
         s = "" if self.scale is None else f"_sc{self.scale:g}"
-        v = ("_ws" if self.variant == "ws" else "") + ("_o16" if self.out == "f16" else "")
+        v = ("_ws" if self.variant == "ws" else "") + ("_o16" if self.out == "f16" else "") \
+            + ("_ov" if self.overlap else "")
         return f"attn_n{self.seq}_d{self.head_dim}_kv{self.kv_block}_s{self.stages}_t{self.q_tiles}{v}{s}"

@@ -12,7 +12,7 @@ Per KV block, per row half h (c = scale * log2(e), one f32 constant; m, l per ro
     alpha   = ex2.approx(fma(m, c, nm))         = 2^((m - m_new) c): 0 on the first block (m = -inf)
     P[j]    = ex2.approx(fma(S[j], c, nm))      = exp((S[j] - m_new) scale), in place of S
     l       = fma(l, alpha, sum_j P[j])         the thread's part of the row sum (quad-reduced at the end)
-    O[row h] *= alpha
+    O[row h] *= alpha                           (rescale_and_pack: after the previous P V retired)
 
 then P is packed for O += P V with A from registers: A fragment register r of k-step kk is
 cvt.rn.f16x2.f32 of S values 8 kk + 2 r (low half) and 8 kk + 2 r + 1 (high half): ALayout_64x16 is
@@ -59,10 +59,18 @@ def quad_reduce(em, x: Reg, op: str) -> None:
 
 def online_block(em, s_acc: RegVec, o_acc: RegVec, p_regs: RegVec, c: float) -> None:
     """One KV block: S (scores) -> P in place, m/l updated, O rescaled, P packed to f16x2."""
+    exp_block(em, s_acc, c)
+    rescale_and_pack(em, s_acc, o_acc, p_regs)
+
+
+def exp_block(em, s_acc: RegVec, c: float) -> None:
+    """The part that touches neither O nor the P fragments (with overlap it runs while the previous
+    block's P V wgmma is in flight): row max, alpha_h, P = ex2(...) in place of S, l."""
     b = em.b
     for h in range(2):
         m, l = em.value("f32", f"m{h}"), em.value("f32", f"l{h}")
-        mx, nm, al, rs = (em.value("f32", x) for x in ("mx", "nm", "alpha", "rsum"))
+        al = em.value("f32", f"alpha{h}")
+        mx, nm, rs = (em.value("f32", x) for x in ("mx", "nm", "rsum"))
         idx = row_values(len(s_acc), h)
         b.mov("f32", mx, s_acc[idx[0]])
         for i in idx[1:]:
@@ -81,8 +89,14 @@ def online_block(em, s_acc: RegVec, o_acc: RegVec, p_regs: RegVec, c: float) -> 
             else:
                 b.add("f32", rs, rs, s_acc[i])
         b.fma("rn", "f32", l, l, al, rs)
+
+
+def rescale_and_pack(em, s_acc: RegVec, o_acc: RegVec, p_regs: RegVec) -> None:
+    """O *= alpha_h per row half, then the P fragments (after the previous P V wgmma retired)."""
+    for h in range(2):
+        al = em.value("f32", f"alpha{h}")
         for i in row_values(len(o_acc), h):
-            b.mul("f32", o_acc[i], o_acc[i], al)
+            em.b.mul("f32", o_acc[i], o_acc[i], al)
     pack_p(em, s_acc, p_regs)
 
 

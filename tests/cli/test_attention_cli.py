@@ -24,9 +24,9 @@ def test_check_within_the_bound(capsys):
 
 def test_json_has_check_and_flops(capsys):
     assert main(["simulate", "attention", "--seq", "256", "--head-dim", "128", "--kv-block", "128",
-                 "--q-tiles", "2", "--variant", "ws", "--out", "f16", "--json", "--clock", "boost", "--no-progress"]) == 0
+                 "--q-tiles", "2", "--variant", "ws", "--out", "f16", "--overlap", "--json", "--clock", "boost", "--no-progress"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["family"] == "attention" and d["ctas"] == 2 and d["variant"] == "ws" and d["out"] == "f16" and d["timing_validated"] is False
+    assert d["family"] == "attention" and d["ctas"] == 2 and d["variant"] == "ws" and d["out"] == "f16" and d["overlap"] is True and d["timing_validated"] is False
     assert d["check"]["ok"] and d["check"]["elements"] == 2 * 64 * 128
     assert d["flops"] == 4 * 128 * 256 * 128 and d["cycles"] > 0 and d["time_ms_boost"] > 0
 
@@ -50,6 +50,7 @@ def test_emit_ir_parses(capsys):
     (["--stages", "9"], "stages=9"),
     (["--variant", "pingpong"], "variant='pingpong'"),
     (["--out", "bf16"], "out='bf16'"),
+    (["--overlap", "--stages", "1"], "stages=1"),
     (["--scale", "-2"], "scale=-2"),
     (["--seq", "65536", "--q-tiles", "64"], "q-tiles x seq/kv-block"),
     (["--plot", "/nonexistent/x.png"], "plot"),

@@ -6,12 +6,14 @@ documented 2-ulp error, f32 roundings; derived there, not fitted).
 Covering set: every knob value at least once (head_dim 64/128, kv_block 64/128, stages 1..4, one and
 several KV blocks, a ring that wraps, q_tiles > 1), seeded random inputs. Laws: uniform scores give
 the mean of V exactly; V = identity gives the softmax rows; CTAs are independent (a grid of tiles ==
-each tile alone, bit for bit); the producer-warp variant computes the same bits; the f16 output is the f32 output rounded; the timed machine computes the same bits and the same cycles with and
+each tile alone, bit for bit); the producer-warp variant computes the same bits; the f16 output is the f32 output rounded; the overlapped loop computes the same bits; the timed machine computes the same bits and the same cycles with and
 without data; the adversarial completion order (newest async op first) changes nothing. Protocol:
 the kernel verifies clean, and a missing wgmma.fence / wait_group or a wrong expect_tx is reported
 by name."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -136,6 +138,30 @@ def test_identity_v_gives_the_softmax_rows(d, kv_block):
     assert np.abs(o.sum(axis=1) - 1).max() <= error_bound(*qkv, p).sum(axis=1).max()
 
 
+OVERLAP = {
+    "n128_d64_kv64_s2": AttnParams(seq=128, head_dim=64, kv_block=64, stages=2, overlap=True),
+    "n64_one_block": AttnParams(seq=64, head_dim=64, kv_block=64, stages=2, overlap=True),
+    "n512_d128_kv64_s3_wrap": AttnParams(seq=512, head_dim=128, kv_block=64, stages=3, overlap=True),
+    "ws_n512_d128_kv128_s2_o16": AttnParams(seq=512, head_dim=128, kv_block=128, stages=2, variant="ws",
+                                            out="f16", overlap=True),
+    "ws_n256_d64_kv64_s4_t2": AttnParams(seq=256, head_dim=64, kv_block=64, stages=4, variant="ws", q_tiles=2,
+                                         overlap=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERLAP))
+def test_overlap_computes_the_same_bits(name):
+    """overlap reorders the wgmma groups and the softmax (the softmax of block j while the P V
+    wgmma of block j - 1 is in flight) but executes the same arithmetic: O is bit-identical to the
+    plain loop's, in the adversarial completion order too, and the run's protocol checks pass."""
+    p = OVERLAP[name]
+    want, qkv = run(dataclasses.replace(p, overlap=False), seed=8)
+    got, _ = run(p, seed=8)
+    assert np.array_equal(got, want)
+    assert np.array_equal(run(p, seed=8, order="newest")[0], want)
+    assert_within_bound(got, qkv, p)
+
+
 def test_a_grid_of_tiles_is_each_tile_alone():
     p3 = AttnParams(seq=128, head_dim=64, kv_block=64, q_tiles=3)
     o3, (q, k, v) = run(p3, seed=11)
@@ -166,9 +192,10 @@ def test_timed_machine_same_bits_and_cycles_without_data(out):
     assert timing.cycles == full.cycles > 0
 
 
-@pytest.mark.parametrize("name", ["n128_d64_kv64_s2", "n256_d128_kv128_s2", "ws_n512_d128_kv64_s3_wrap"])
+@pytest.mark.parametrize("name", ["n128_d64_kv64_s2", "n256_d128_kv128_s2", "ws_n512_d128_kv64_s3_wrap",
+                                  "overlap_ws_n512_d128_kv128_s2_o16"])
 def test_kernel_verifies_clean_and_round_trips(name):
-    ak = build_attention(COVER[name])
+    ak = build_attention(COVER[name] if name in COVER else OVERLAP[name.removeprefix("overlap_")])
     assert verify(ak.kernel) == []
     assert to_text(parse(ak.text)) == ak.text
 
@@ -203,6 +230,7 @@ def test_protocol_violations_are_named(edit, error, words):
     (dict(stages=0), "stages"), (dict(stages=5), "stages"), (dict(q_tiles=0), "q_tiles"),
     (dict(scale=-1.0), "scale"), (dict(scale=float("nan")), "scale"), (dict(scale=1e7), "scale"), (dict(seq=True), "seq"),
     (dict(variant="pingpong"), "variant"), (dict(out="bf16"), "out"),
+    (dict(overlap=True, stages=1), "stages"), (dict(overlap=1), "overlap"),
 ])
 def test_bad_params_name_the_field(kw, field):
     with pytest.raises(InputError, match=f"^{field}="):
