@@ -102,7 +102,7 @@ class WarpState:
     `active` (the running path of a divergent branch: simt.py; all live lanes when converged)."""
 
     __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase",
-                 "uni", "sreg_uni", "none", "exists", "live", "nlive", "rpc", "stack")
+                 "uni", "sreg_uni", "none", "exists", "live", "nlive", "rpc", "stack", "parked")
 
     def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0, sreg_uni: dict | None = None):
         self.w = w
@@ -117,6 +117,7 @@ class WarpState:
         self.nlive = self.nactive
         self.rpc = NO_RPC                 # the running path's reconvergence pc (simt.py)
         self.stack: list = []             # suspended (pc, lanes, rpc) entries (simt.py)
+        self.parked: dict = {}            # pc -> lanes waiting there for the rest of the warp (simt.converge)
         self.block: tuple | None = None   # (key, kind, advance_on_resume)
         self.wg = w // 4
         self.sreg = sregs
@@ -341,7 +342,9 @@ class CTAExecutor:
                         ws.pc = op.next_pc
                     else:
                         ws.pc = target
-                        if ws.nactive != lanes:  # a divergent branch: the batch ends (simt.py)
+                        if ws.nactive != lanes:  # a divergent branch or a parked path: the batch ends (simt.py)
+                            if not ws.nactive:
+                                reconverge(ws)
                             break
                     if ws.pc == ws.rpc:          # a path reaches its reconvergence pc (simt.py)
                         reconverge(ws)

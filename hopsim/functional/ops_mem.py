@@ -21,7 +21,7 @@ from isa.ir import instructions as I
 from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind
 from hopsim.functional.errors import IllegalInstruction
-from hopsim.functional.simt import require_whole_warp
+from hopsim.functional.simt import whole_warp
 from hopsim.functional.semantics import address_getter, semantics, reader, writer
 from hopsim.functional.regs import TYPES
 
@@ -217,7 +217,9 @@ def _ldmatrix(ins, ctx):
     ga = address_getter(ins.addr, ctx)
 
     def fn(ex, ws, mask):
-        require_whole_warp(ws, mask, "ldmatrix")
+        mask = whole_warp(ws, mask, "ldmatrix")
+        if mask is None:
+            return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
         addrs = _matrix_addrs(ex, ws, ga, num, "ldmatrix")
         chk = ex.checker
         if chk.active and chk.tma_inflight:
@@ -243,7 +245,9 @@ def _stmatrix(ins, ctx):
     ga = address_getter(ins.addr, ctx)
 
     def fn(ex, ws, mask):
-        require_whole_warp(ws, mask, "stmatrix")
+        mask = whole_warp(ws, mask, "stmatrix")
+        if mask is None:
+            return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
         addrs = _matrix_addrs(ex, ws, ga, num, "stmatrix")
         chk = ex.checker
         if chk.active and chk.wgmma_inflight:

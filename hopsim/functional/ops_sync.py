@@ -19,7 +19,7 @@ from hopsim.functional.errors import (
     ArrivalCountOutOfRange, BarrierCountMismatch, DivergentBarrier, IllegalInstruction,
 )
 from hopsim.functional.mbarrier import MbarrierState
-from hopsim.functional.simt import exit_lanes, why_absent
+from hopsim.functional.simt import exit_lanes, whole_warp, why_absent
 from hopsim.functional.semantics import (
     address_getter, semantics, reg_setter, uniform, uniform_address, uniform_operand, value_getter,
 )
@@ -186,13 +186,12 @@ def _bar_operands(ins, ctx):
 
 def _bar_arrival(ex, ws, mask, gb, gc, what: str):
     """Count the warp's arrival at its named barrier; returns (id, fired event keys, the phase
-    key to wait on). All-or-none of the active lanes execute a barrier (PTX ISA, bar: .aligned);
-    the thread count must agree with the other arrivals of the phase."""
-    n = int(np.count_nonzero(mask))
-    if n != ws.nlive:
-        raise DivergentBarrier(f"{what} executed by {n} of the warp's {ws.nlive} live lanes "
-                               f"({why_absent(ws, ws.live & ~mask)}): a barrier must be executed by all "
-                               f"threads of a warp (PTX ISA, bar: .aligned)")
+    key to wait on), or None when the running path of a diverged warp waits there for the warp's
+    other lanes (simt.converge). All or none of the warp's non-exited lanes execute a barrier (PTX
+    ISA, bar: .aligned); the thread count must agree with the other arrivals of the phase."""
+    mask = whole_warp(ws, mask, what)
+    if mask is None:
+        return None
     bid = uniform(gb(ex, ws), mask, "barrier id")
     if not 0 <= bid <= 15:
         raise IllegalInstruction(f"{what}: barrier id {bid} out of 0..15 (PTX ISA, bar)")
@@ -221,7 +220,10 @@ def _bar_sync(ins, ctx):
     def fn(ex, ws, mask):
         if mask is ws.none or not mask.any():   # guard false on the whole warp: not executed
             return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=0)
-        bid, fired, key = _bar_arrival(ex, ws, mask, gb, gc, "bar.sync")
+        got = _bar_arrival(ex, ws, mask, gb, gc, "bar.sync")
+        if got is None:
+            return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
+        bid, fired, key = got
         if fired:
             return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
         ws.block = (key, Kind.BAR_SYNC, True, None)
@@ -236,7 +238,10 @@ def _bar_arrive(ins, ctx):
     def fn(ex, ws, mask):
         if mask is ws.none or not mask.any():
             return Effect(kind=Kind.BAR_ARRIVE, warp=ws.w, lanes=0)
-        bid, fired, _key = _bar_arrival(ex, ws, mask, gb, gc, "bar.arrive")
+        got = _bar_arrival(ex, ws, mask, gb, gc, "bar.arrive")
+        if got is None:
+            return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
+        bid, fired, _key = got
         return Effect(kind=Kind.BAR_ARRIVE, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
     return fn
 
@@ -257,7 +262,7 @@ def exit_fn(ex, ws, mask):
     lanes the warp ends (EXIT); otherwise those lanes end and the warp goes on with the others
     (simt.exit_lanes; an ALU-class effect): on the running path's remaining lanes, or, when the
     path has none left, on a suspended path (the executor resumes it)."""
-    if mask is not ws.active or ws.stack:
+    if mask is not ws.active or ws.nactive != ws.nlive:
         n = int(np.count_nonzero(mask))
         if n == 0:
             return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
@@ -285,11 +290,9 @@ def collective(kind: str, body):
     def fn(ex, ws, mask):
         g = ex.wgs[ws.wg]
         first = 4 * g.g
-        if (mask is not ws.active or ws.stack) and 0 < int(np.count_nonzero(mask)) < ws.nlive:
-            raise DivergentBarrier(f"warpgroup-collective instruction executed by {int(np.count_nonzero(mask))} of "
-                                   f"the warp's {ws.nlive} live lanes ({why_absent(ws, ws.live & ~mask)}): "
-                                   f"wgmma/setmaxnreg are .sync.aligned (PTX ISA: all threads of the warpgroup "
-                                   f"execute the same instruction, none diverged)")
+        mask = whole_warp(ws, mask, "warpgroup-collective instruction")
+        if mask is None:
+            return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
         if ws.nlive != int(np.count_nonzero(ws.exists)):
             raise DivergentBarrier(f"warpgroup-collective instruction after {why_absent(ws, ws.exists & ~ws.live)}: "
                                    f"wgmma/setmaxnreg need every thread of the warpgroup (PTX ISA: .sync.aligned)")

@@ -20,7 +20,7 @@ from isa.ir import instructions as I
 
 from hopsim.functional.errors import MemberMaskError
 from hopsim.functional.semantics import reg_setter, semantics, uniform, value_getter
-from hopsim.functional.simt import why_absent
+from hopsim.functional.simt import converge, why_absent
 
 LANE = np.arange(32, dtype=np.int64)
 LANE_BIT = np.uint32(1) << np.arange(32, dtype=np.uint32)
@@ -31,9 +31,12 @@ def _lanes(m) -> str:
     return ", ".join(str(i) for i in idx[:8]) + (" ..." if len(idx) > 8 else "")
 
 
-def member_lanes(ex, ws, mask, gm, what: str) -> np.ndarray:
-    """bool[32]: the lanes of the (warp-uniform) membermask; raises MemberMaskError unless the
-    executing lanes are exactly the member lanes that exist."""
+def member_lanes(ex, ws, mask, gm, what: str):
+    """The lanes that execute the instruction now: `mask`, or, when the running path of a diverged
+    warp reaches a full-warp collective (its membermask holds every live lane) without the lanes on
+    the other paths, every live lane once they have all arrived here (simt.converge; None while this
+    path waits). MemberMaskError unless the executing lanes are exactly the member lanes that exist
+    and have not exited."""
     m = uniform(gm(ex, ws), mask, f"{what} membermask") & 0xFFFFFFFF
     member = (np.uint32(m) & LANE_BIT) != 0
     outside = mask & ~member
@@ -42,10 +45,12 @@ def member_lanes(ex, ws, mask, gm, what: str) -> np.ndarray:
                               f"0x{m:08x} (PTX ISA: every executing lane must be in membermask)")
     idle = member & ws.live & ~mask  # exited members are not waited for (PTX ISA: "non-exited threads")
     if idle.any():
+        if not (idle & ws.active).any() and not (ws.live & ~member).any():
+            return converge(ws, mask, MemberMaskError)
         raise MemberMaskError(f"{what}: lanes {_lanes(idle)} of membermask 0x{m:08x} do not execute it "
                               f"({why_absent(ws, idle)}): PTX ISA requires every member lane to execute the "
                               f"same {what} (on the GPU this hangs or is undefined)")
-    return member
+    return mask
 
 
 def shfl_source(mode: str, b, c) -> tuple[np.ndarray, np.ndarray]:
@@ -76,6 +81,7 @@ def shfl_source(mode: str, b, c) -> tuple[np.ndarray, np.ndarray]:
 
 @semantics(I.ShflSync)
 def _shfl(ins, ctx):
+    here = ctx.pc
     ga = value_getter(ins.a, "b32", ctx)
     gb, gc = value_getter(ins.b, "u32", ctx), value_getter(ins.c, "u32", ctx)
     gm = value_getter(ins.membermask, "u32", ctx)
@@ -86,7 +92,14 @@ def _shfl(ins, ctx):
     def fn(ex, ws, mask):
         if not mask.any():
             return None
-        member_lanes(ex, ws, mask, gm, "shfl.sync")
+        run = member_lanes(ex, ws, mask, gm, "shfl.sync")
+        if run is not mask:  # parked (None: stay at this pc) or converged (the batch ends after it)
+            if run is None:
+                return here
+            mask = run
+            after = here + 1
+        else:
+            after = None
         j, p = shfl_source(mode, gb(ex, ws), gc(ex, ws))
         bad = mask & ~mask[j]
         if bad.any():
@@ -96,11 +109,13 @@ def _shfl(ins, ctx):
         sd(ex, ws, a[j], mask)
         if sp is not None:
             sp(ex, ws, p, mask)
+        return after
     return fn
 
 
 @semantics(I.VoteSync)
 def _vote(ins, ctx):
+    here = ctx.pc
     ga = value_getter(ins.a, "pred", ctx)
     gm = value_getter(ins.membermask, "u32", ctx)
     ballot = ins.mode == "ballot"
@@ -110,7 +125,14 @@ def _vote(ins, ctx):
     def fn(ex, ws, mask):
         if not mask.any():
             return None
-        member_lanes(ex, ws, mask, gm, "vote.sync")
+        run = member_lanes(ex, ws, mask, gm, "vote.sync")
+        if run is not mask:  # parked (None: stay at this pc) or converged (the batch ends after it)
+            if run is None:
+                return here
+            mask = run
+            after = here + 1
+        else:
+            after = None
         a = np.broadcast_to(np.asarray(ga(ex, ws), bool), (32,)) ^ neg
         on = a[mask]
         if ballot:
@@ -122,6 +144,7 @@ def _vote(ins, ctx):
         else:
             r = bool(on.all() or not on.any())
         sd(ex, ws, np.full(32, r), mask)
+        return after
     return fn
 
 
@@ -133,6 +156,7 @@ _REDUCE = {"add": lambda v: int(v.astype(np.uint64).sum()) & 0xFFFFFFFF,
 
 @semantics(I.ReduxSync)
 def _redux(ins, ctx):
+    here = ctx.pc
     t = "s32" if ins.type == "s32" else "u32"
     ga = value_getter(ins.a, t, ctx)
     gm = value_getter(ins.membermask, "u32", ctx)
@@ -142,8 +166,16 @@ def _redux(ins, ctx):
     def fn(ex, ws, mask):
         if not mask.any():
             return None
-        member_lanes(ex, ws, mask, gm, "redux.sync")
+        run = member_lanes(ex, ws, mask, gm, "redux.sync")
+        if run is not mask:  # parked (None: stay at this pc) or converged (the batch ends after it)
+            if run is None:
+                return here
+            mask = run
+            after = here + 1
+        else:
+            after = None
         v = np.broadcast_to(np.asarray(ga(ex, ws)), (32,))[mask]
         r = red(v) & 0xFFFFFFFF
         sd(ex, ws, np.full(32, r, np.uint32), mask)
+        return after
     return fn

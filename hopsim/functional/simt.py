@@ -13,7 +13,13 @@ then the taken one (source order for `@%p bra ELSE; then; bra END; ELSE: else; E
                                   reconvergence entry (IPDOM, all lanes of the split, the enclosing rpc)
 
 A running path whose pc reaches its rpc is popped (`reconverge`); lanes that `exit` leave every
-entry (`exit_lanes`). A split whose IPDOM is the kernel's exit (a path that exits) reconverges at
+entry (`exit_lanes`). A path that reaches an instruction every non-exited lane must execute together
+(bar.sync/bar.arrive, wgmma/setmaxnreg, ldmatrix/stmatrix, a shfl/vote/redux.sync whose membermask
+holds every live lane) while other lanes are on other paths waits there (`converge`: it is
+parked, as sm_70+ Independent Thread Scheduling lets it) and the warp runs its other paths; when
+every live lane has arrived (the others exited), the warp is converged there and runs it. So
+`if (i >= n) return; ... __syncthreads();` works although the barrier does not post-dominate the
+branch. Lanes parked at two different such instructions can never meet: a named error. A split whose IPDOM is the kernel's exit (a path that exits) reconverges at
 the enclosing rpc instead. A nested split with the same IPDOM as the running path needs no entry
 of its own (a loop whose trip count differs per lane keeps one entry, whatever its trip count).
 
@@ -24,9 +30,10 @@ lanes. The IPDOM stack is deterministic, is a legal schedule of the Volta+ seman
 runs its own instruction sequence), and reconverges as early as structured code allows, so a
 `shfl.sync 0xffffffff` after an if/else or after a loop with per-lane trip counts finds every lane
 of the warp, and one inside a path finds exactly that path's lanes. A `.sync` instruction whose
-executing lanes differ from its membermask (lanes on the other path, exited, or guarded off) is a
-MemberMaskError; a bar.sync or warpgroup collective executed by a diverged warp is a
-DivergentBarrier (ops_warp.py, ops_sync.py). `bra.uni` asserts a non-divergent branch (PTX ISA):
+executing lanes differ from the non-exited lanes of its membermask (guarded off, or on another path
+and never reaching it) is a MemberMaskError; a bar.sync, warpgroup collective or ldmatrix whose
+lanes are split (guarded off, or waiting at another instruction) is a DivergentBarrier (ops_warp.py,
+ops_sync.py, ops_mem.py). `bra.uni` asserts a non-divergent branch (PTX ISA):
 a divergent one is a DivergentBranch.
 """
 
@@ -72,16 +79,83 @@ def diverge(ex, ws, taken: np.ndarray, target: int, fall: int, ipdom: int) -> in
 
 def reconverge(ws) -> None:
     """The running path has reached its rpc (or has no lanes left): resume the top suspended entry
-    that still has lanes (the other path, or the reconvergence entry: the lanes of the split)."""
+    that still has lanes not parked (the other path, or the reconvergence entry: the lanes of the
+    split). With none left, the parked lanes resume at their sync point when they are all the live
+    lanes of the warp (`converge`); parked at two different instructions, they can never meet: a
+    DivergentBarrier."""
     stack = ws.stack
+    parked = _parked_lanes(ws)
     while stack:
         pc, lanes, rpc = stack.pop()
+        if parked is not None:
+            lanes = lanes & ~parked
         if lanes.any():
             ws.pc, ws.rpc = pc, rpc
             set_active(ws, lanes)
             return
     ws.rpc = NO_RPC
+    if ws.parked:
+        if len(ws.parked) == 1:
+            (pc, (lanes, _err)), = ws.parked.items()
+            if int(np.count_nonzero(lanes)) == ws.nlive:
+                ws.parked = {}
+                ws.pc = pc
+                set_active(ws, lanes)
+                return
+        where = "; ".join(f"lanes {lanes_text(m)} at pc {pc}" for pc, (m, _e) in sorted(ws.parked.items()))
+        err = next(iter(ws.parked.values()))[1]
+        raise err(f"the lanes of a diverged warp wait at different warp-synchronous instructions ({where}): "
+                  f"each needs every non-exited lane of the warp (or of its membermask) at the same "
+                  f"instruction (PTX ISA: .aligned / .sync)")
     set_active(ws, ws.none)
+
+
+def _parked_lanes(ws):
+    if not ws.parked:
+        return None
+    out = None
+    for m, _err in ws.parked.values():
+        out = m if out is None else out | m
+    return out
+
+
+def converge(ws, mask: np.ndarray, err=DivergentBarrier):
+    """An instruction every non-exited lane of the warp executes together (bar, wgmma, ldmatrix,
+    a full-warp shfl/vote/redux.sync), reached with all the running lanes (`mask`) while other live
+    lanes are on other paths of a divergent branch: as under sm_70+ Independent Thread Scheduling,
+    the path waits here (is parked) and the warp runs its other paths; when every live lane has
+    arrived at this instruction (the others exited or parked here) the warp is converged and runs it
+    with all of them. Returns those lanes, or None when the path was parked (the caller's instruction
+    does nothing now; the executor resumes another path). Lanes parked at two different instructions
+    never meet: `err` (DivergentBarrier, MemberMaskError for shfl/vote/redux) when nothing else can run."""
+    pc = ws.pc
+    have = ws.parked.get(pc)
+    merged = mask if have is None else mask | have[0]
+    if int(np.count_nonzero(merged)) == ws.nlive:
+        ws.parked = {}
+        ws.stack = []
+        ws.rpc = NO_RPC
+        set_active(ws, merged)
+        return merged
+    ws.parked[pc] = (merged, err)  # err: what to raise if the warp's lanes never meet here
+    set_active(ws, ws.none)
+    return None
+
+
+def whole_warp(ws, mask: np.ndarray, what: str):
+    """The lanes to run a `.aligned` whole-warp instruction with (mask, or every live lane after
+    `converge`), None when the path was parked; a DivergentBarrier when some running lanes skip it
+    (a guard false on part of the warp: PTX ISA, every thread of the warp executes it)."""
+    if mask is ws.active and ws.nactive == ws.nlive:
+        return mask
+    n = int(np.count_nonzero(mask))
+    if n == 0 or n == ws.nlive:
+        return mask
+    if n == ws.nactive:
+        return converge(ws, mask)
+    raise DivergentBarrier(f"{what} executed by {n} of the warp's {ws.nlive} live lanes "
+                           f"({why_absent(ws, ws.live & ~mask)}): every thread of the warp executes it "
+                           f"(PTX ISA: .aligned)")
 
 
 def exit_lanes(ws, mask: np.ndarray, n: int) -> None:
@@ -110,16 +184,3 @@ def why_absent(ws, lanes: np.ndarray) -> str:
         if m.any():
             parts.append(f"lanes {lanes_text(m)} {what}")
     return "; ".join(parts)
-
-
-def require_whole_warp(ws, mask: np.ndarray, what: str) -> None:
-    """A `.sync.aligned` warp instruction (ldmatrix, stmatrix) executed by some but not all of the
-    warp's non-exited lanes (a guard or a divergent path) is a DivergentBarrier (PTX ISA: every
-    thread of the warp executes the same instruction)."""
-    if mask is ws.active and not ws.stack:
-        return
-    n = int(np.count_nonzero(mask))
-    if 0 < n < ws.nlive:
-        raise DivergentBarrier(f"{what} executed by {n} of the warp's {ws.nlive} live lanes "
-                               f"({why_absent(ws, ws.live & ~mask)}): it is .sync.aligned (PTX ISA: every "
-                               f"thread of the warp executes it)")

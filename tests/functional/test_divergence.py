@@ -22,7 +22,7 @@ HEAD = """
 .param .u64 out
 .reg .u32 %r<12>
 .reg .u64 %rd<4>
-.reg .pred %p<4>
+.reg .pred %p<8>
 .shared .align 8 .b8 bar[8]
     mov.u32 %r0, %tid.x;
     and.b32 %r1, %r0, 31;
@@ -210,19 +210,44 @@ A:
 
 
 # ---------------------------------------------------------------------------------- named errors
-@pytest.mark.parametrize("coll", ["shfl.sync.idx.b32 %r5, %r0, 0, 31, 0xffffffff;",
-                                  "vote.sync.any.pred %p3, %p0, 0xffffffff;",
-                                  "redux.sync.add.u32 %r5, %r0, 0xffffffff;"])
-def test_full_mask_collective_inside_a_path_is_a_member_mask_error(coll):
-    with pytest.raises(MemberMaskError, match="on another path of a divergent branch") as e:
+@pytest.mark.parametrize("coll", ["shfl.sync.idx.b32 %r{d}, %r0, 0, 31, 0xffffffff;",
+                                  "vote.sync.any.pred %p{d}, %p0, 0xffffffff;",
+                                  "redux.sync.add.u32 %r{d}, %r0, 0xffffffff;"])
+def test_full_mask_collectives_on_two_paths_never_meet(coll):
+    """`if (lane < 16) x = shfl(full) else y = shfl(full)`: two different instructions, each waiting
+    for the lanes at the other one (a hang or undefined on the GPU): a MemberMaskError naming the
+    second one's line."""
+    with pytest.raises(MemberMaskError, match="wait at different warp-synchronous instructions") as e:
         _run(f"""
     mov.u32 %r4, 0;
     setp.lt.u32 %p0, %r1, 16;
-@%p0 bra END;
-    {coll}
+@%p0 bra OTHER;
+    {coll.format(d=5)}
+    bra END;
+OTHER:
+    {coll.format(d=6)}
 END:
 """)
-    assert e.value.line == _line_of(coll) and e.value.warp == 0
+    assert e.value.line == _line_of(coll.format(d=6)) and e.value.warp == 0
+
+
+def test_full_mask_collective_in_a_path_waits_for_the_others_to_exit():
+    """Lanes 0..15 leave the path and exit; lanes 16.. reach a full-warp vote.sync: it waits for
+    the non-exited members only (PTX ISA), as under Independent Thread Scheduling."""
+    out, _ = _run("""
+    mov.u32 %r4, 0;
+    setp.lt.u32 %p0, %r1, 16;
+@%p0 bra QUIT;
+    and.b32 %r2, %r1, 3;
+    setp.eq.u32 %p1, %r2, 0;
+    vote.sync.ballot.b32 %r4, %p1, 0xffffffff;
+    bra END;
+QUIT:
+    exit;
+END:
+""", fill=9)
+    ballot = sum(1 << i for i in range(16, 32) if i % 4 == 0)
+    assert (out == np.where(LANE < 16, 9, ballot)).all()
 
 
 def test_full_mask_collective_after_lanes_exited_ignores_them():
@@ -249,20 +274,38 @@ def test_shfl_reading_an_exited_lane_is_a_member_mask_error():
 
 
 @pytest.mark.parametrize("inst", ["bar.sync 0;", "bar.arrive 1, 64;", "wgmma.fence.sync.aligned;",
-                                  "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r5}, [%r1];",
-                                  "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r1], {%r5};"])
-def test_barrier_or_warpgroup_collective_in_a_divergent_path_is_named(inst):
-    """Every running lane of the path executes it, but the warp's other lanes are on the other path:
-    bar, wgmma, ldmatrix/stmatrix are .aligned (PTX ISA) -> DivergentBarrier, not a hang."""
-    with pytest.raises(DivergentBarrier, match="on another path of a divergent branch") as e:
+                                  "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r5}, [%r9];",
+                                  "stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r9], {%r5};"])
+def test_whole_warp_instructions_on_two_paths_never_meet(inst):
+    """bar, wgmma, ldmatrix/stmatrix are .aligned (PTX ISA): the same instruction written on both
+    paths of a divergent branch is two instructions, each waiting for the other half of the warp:
+    a named DivergentBarrier, not a hang."""
+    with pytest.raises(DivergentBarrier, match="wait at different warp-synchronous instructions") as e:
         _run(f"""
+    mov.u32 %r4, 0;
+    mov.u32 %r9, 0;
+    setp.lt.u32 %p0, %r1, 16;
+@%p0 bra OTHER;
+    {inst}
+    bra END;
+OTHER:
+    {inst} // other
+END:
+""", threads=128)
+    assert e.value.line == _line_of("// other")
+
+
+def test_barrier_inside_a_path_with_a_guard_false_lane_is_named():
+    with pytest.raises(DivergentBarrier, match=r"lanes 17 have their guard false") as e:
+        _run("""
     mov.u32 %r4, 0;
     setp.lt.u32 %p0, %r1, 16;
 @%p0 bra END;
-    {inst}
+    setp.ne.u32 %p1, %r1, 17;
+@%p1 bar.sync 0;
 END:
-""", threads=128)
-    assert e.value.line == _line_of(inst)
+""")
+    assert e.value.line == _line_of("@%p1 bar.sync")
 
 
 def test_barrier_needing_exited_threads_is_a_deadlock():
@@ -348,3 +391,47 @@ END:
 """
     k = parse(HEAD + body + STORE.format(r=4))
     assert any(d.rule == "divergent-barrier" for d in verify(k)) == warned
+
+
+def test_early_exit_inside_a_path_then_a_barrier_for_the_rest():
+    """`if (lane >= 8) { if (lane >= 24) { store; return; } x += 1; } __syncthreads(); ...`: the
+    barrier does not post-dominate the split (lanes 24.. leave by OUT), so the lanes reaching it
+    wait there (simt.converge) until lanes 24.. have stored and exited; it then runs with every
+    non-exited lane (per-warp count, PTX ISA)."""
+    out, _ = _run("""
+    mov.u32 %r4, 5;
+    setp.lt.u32 %p0, %r1, 8;
+@%p0 bra SYNC;
+    setp.ge.u32 %p1, %r1, 24;
+@%p1 bra OUT;
+    add.u32 %r4, %r4, 1;
+SYNC:
+    bar.sync 0;
+    add.u32 %r4, %r4, 10;
+    st.global.u32 [%rd2], %r4;
+OUT:
+""", fill=9)
+    assert (out == np.where(LANE < 8, 15, np.where(LANE < 24, 16, 5))).all()
+
+
+def test_break_out_of_a_loop_with_per_lane_conditions():
+    """for (i = 0; i < 6; i++) { if (i == lane % 8) break; s += i; }  then a full-warp vote of
+    whether the lane broke out."""
+    out, _ = _run("""
+    mov.u32 %r3, 0;
+    mov.u32 %r4, 0;
+    and.b32 %r6, %r1, 7;
+LOOP:
+    setp.eq.u32 %p0, %r3, %r6;
+@%p0 bra AFTER;
+    add.u32 %r4, %r4, %r3;
+    add.u32 %r3, %r3, 1;
+    setp.lt.u32 %p1, %r3, 6;
+@%p1 bra LOOP;
+AFTER:
+    vote.sync.ballot.b32 %r7, %p0, 0xffffffff;
+    add.u32 %r4, %r4, %r7;
+""")
+    k = LANE % 8
+    ballot = sum(1 << i for i in range(32) if i % 8 < 6)
+    assert (out == np.where(k < 6, k * (k - 1) // 2, 15) + ballot).all()
