@@ -654,7 +654,7 @@ class StreamingResidency:
         self.starts = [0]
         for row in plan.base:
             self.starts.append(self.starts[-1] + len(row))
-        self.d = plan.deltas[0][0][0][0] if flat else 0
+        self.d = plan.deltas[0][0][0][0] if flat and plan.deltas[0] is not None else 0  # one CTA: no delta
         self.positions = len(flat)
         self.bytes = sum(nb for _l, nb in flat)
         self.hits = CtaHits(np.zeros(len(flat), dtype=bool), np.ones(len(flat)), self.starts)

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Hashable
 
-from hopsim.timing.pipes import QUANTUM, Jitter, Pipe
+from hopsim.timing.pipes import QUANTUM, GapPipe, Jitter, Pipe
 
 
 LINE = 128
@@ -144,7 +144,15 @@ class L2Residency:
 
 
 class MemorySystem:
-    """Chip-wide L2 + HBM: one instance shared by every SM of a simulation."""
+    """Chip-wide L2 + HBM: one instance shared by every SM of a simulation.
+
+    Its two links are `GapPipe`s: a request reserved for a future arrival (an SM's ld.global
+    waiting for room among its outstanding sectors, a miss's L2 leg after its HBM transfer) does
+    not make the requests that other SMs make before it wait (pipes.GapPipe). `now`: the
+    simulation's clock (a callable), set by the runner, lets the links forget past intervals."""
+
+    PIPE = GapPipe
+    now = None
 
     def __init__(self, gpu, *, trace: bool = False, jitter: Jitter | None = None):
         t = gpu.timing
@@ -158,8 +166,9 @@ class MemorySystem:
         self.l2_req = gpu.l2_requests_per_cycle
         self.l2_dlv = gpu.l2_delivery_bytes_per_cycle
         self.l2_dlv_req = gpu.l2_delivery_requests_per_cycle
-        self.l2_pipe = Pipe("L2->SM", trace)
-        self.hbm_pipe = Pipe("HBM->L2", trace)
+        self.l2_pipe = self.PIPE("L2->SM", trace)
+        self.hbm_pipe = self.PIPE("HBM->L2", trace)
+        self._reads = 0
         self.residency = L2Residency(int(gpu.spec.l2_bytes.value))
         self.jitter = jitter or Jitter()
         self.bytes_from_l2 = 0  # bytes read not fetched from HBM for this read (hits, merged misses)
@@ -175,15 +184,20 @@ class MemorySystem:
                    nbytes / self.l2_dlv, requests / self.l2_dlv_req)
 
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
-             hbm_share: float = 1.0, requests: int = 1) -> tuple[float, bool]:
+             hbm_share: float = 1.0, requests: int = 1, port: SharedPort | None = None) -> tuple[float, bool]:
         """Read a tile arriving at `arrival`; return (time its bytes reach the SM, hit?).
 
         `hit` given: the residency was decided at CTA dispatch (partitioned mode, memo.py); a
         miss then moves `hbm_share * nbytes` over this link's HBM pipe (its share of a fetch
         merged with the other CTAs of its wave that read the tile) and pays the miss latency;
         hit or miss, `hbm_share` is also its share of the L2 read of those bytes (read once,
-        delivered to each reader). Without `hit` (shared mode) every read is a distinct read."""
+        delivered to each reader). Without `hit` (shared mode) every read is a distinct read.
+        `port`: the requesting SM's `SharedPort` (shared mode): its requests take each link in
+        their order (none starts before the SM's previous one on that link has ended)."""
         res = self.residency
+        self._reads += 1
+        if not self._reads & 255 and self.now is not None:
+            self._forget()
         if hit is None:
             hit = res.access(key, nbytes)
             if hit:
@@ -192,7 +206,11 @@ class MemorySystem:
                     arrival = ready
         if hit:
             self.bytes_from_l2 += nbytes
+            if port is not None and port.l2 > arrival:
+                arrival = port.l2
             t = self.l2_pipe.reserve(arrival, self._l2_service(nbytes, requests, hbm_share), "hit")
+            if port is not None:
+                port.l2 = t
             return t + self.jitter(self.l2_latency), True
         self.bytes_from_hbm += nbytes * hbm_share
         if self.wb_debt:
@@ -200,17 +218,30 @@ class MemorySystem:
         # the rest of a merged miss was fetched by another reader: served by L2 for this one (the
         # shared mode counts such a read, issued after the fetch began, as a hit: same total)
         self.bytes_from_l2 += nbytes * (1.0 - hbm_share)
+        if port is not None and port.hbm > arrival:
+            arrival = port.hbm
         t = self.hbm_pipe.reserve(arrival, nbytes * hbm_share / self.hbm_bw, "miss")
         res.set_ready(key, t + self.hbm_latency - self.l2_latency)
+        if port is not None:
+            port.hbm = t
+            if port.l2 > t:
+                t = port.l2
         t = self.l2_pipe.reserve(t, self._l2_service(nbytes, requests, hbm_share), "miss")
+        if port is not None:
+            port.l2 = t
         return t + self.jitter(self.hbm_latency), False
 
-    def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
-        """Store a tile into L2 and post its write-back to HBM; return when it is in L2."""
+    def write(self, arrival: float, key: Hashable, nbytes: int, port: SharedPort | None = None) -> float:
+        """Store a tile into L2 and post its write-back to HBM; return when it is in L2.
+        `port`: as in `read` (the SM's stores take the L2 link in their order)."""
         self.residency.write(key, nbytes)
         self.bytes_to_l2 += nbytes
         self.bytes_to_hbm += nbytes
+        if port is not None and port.l2 > arrival:
+            arrival = port.l2
         t = self.l2_pipe.reserve(arrival, nbytes / self.l2_bw, "store")
+        if port is not None:
+            port.l2 = t
         if self.wb_debt:
             self._drain(t)
         self.wb_debt += nbytes
@@ -219,6 +250,12 @@ class MemorySystem:
             self.hbm_pipe.reserve(t, excess / self.hbm_wr_bw, "write-back")
             self.wb_debt = self.wb_room
         return t + self.jitter(self.l2_latency)
+
+    def _forget(self) -> None:
+        """Drop the links' busy intervals that ended before the clock (GapPipe.forget_before)."""
+        now = self.now()
+        self.l2_pipe.forget_before(now)
+        self.hbm_pipe.forget_before(now)
 
     def _drain(self, now: float) -> None:
         """Write dirty bytes back in the HBM link's idle time before `now` (whole 1/QUANTUM
@@ -237,6 +274,31 @@ class MemorySystem:
             self.wb_debt = max(0.0, self.wb_debt - d)
 
 
+class SharedPort:
+    """One SM's port to the chip-wide `MemorySystem` (the shared memory mode).
+
+    The chip's links fill idle gaps (`GapPipe`): a request that one SM reserves for a future
+    arrival does not hold up the other SMs. An SM's own requests still take each link in the
+    order it makes them, none starting before its previous one there has ended (`l2`, `hbm`: the
+    end of its last use of each link), as its requests queue on its own link in the partitioned
+    mode (`SmLink`, a FIFO): with the SMs alike, the two modes then give the same times (issue 15
+    item 4: the memo's partitioned mode against this exact mode)."""
+
+    __slots__ = ("memory", "l2", "hbm")
+    lookups = 0  # the SM-level memo's question (PartitionedLink.lookups); never asked in shared mode
+
+    def __init__(self, memory: MemorySystem):
+        self.memory = memory
+        self.l2 = self.hbm = 0.0
+
+    def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
+             hbm_share: float = 1.0, requests: int = 1) -> tuple[float, bool]:
+        return self.memory.read(arrival, key, nbytes, hit, hbm_share, requests, self)
+
+    def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
+        return self.memory.write(arrival, key, nbytes, self)
+
+
 class SmLink(MemorySystem):
     """One SM's 1/num_sms share of the chip's L2 and HBM bandwidth (the *partitioned* memory mode).
 
@@ -246,7 +308,10 @@ class SmLink(MemorySystem):
     only on its own instruction stream and its L2 hit/miss vector; that is what makes CTAs with
     identical inputs to timing identical (the basis of the memo). Approximation (stated): an SM
     cannot borrow the bandwidth that idle SMs leave unused (e.g. in a partial last wave).
+    Its links are plain FIFO `Pipe`s (one SM's requests; the memo compares their `next_free`).
     """
+
+    PIPE = Pipe
 
     def __init__(self, gpu, residency: L2Residency, num_sms: int, sm_id: int, *, trace: bool = False,
                  jitter: Jitter | None = None):

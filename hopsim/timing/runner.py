@@ -22,7 +22,7 @@ from hopsim.functional.executor import CTAExecutor
 from hopsim.functional.gmem import GlobalMemory
 from hopsim.result import SimResult
 from hopsim.timing.gpu import CtaScheduler, waves
-from hopsim.timing.memory import MemorySystem
+from hopsim.timing.memory import MemorySystem, SharedPort
 from hopsim.timing.occupancy import occupancy
 from hopsim.timing.pipes import Jitter
 from hopsim.timing.sm import SM, CtaRun, _Consts
@@ -161,6 +161,7 @@ class _Grid:
         self.num_ctas = launch.num_ctas
         self.env = simpy.Environment()
         self.memory = MemorySystem(gpu, trace=trace, jitter=jitter)
+        self.memory.now = lambda: self.env.now
         self.consts = _Consts(gpu)
         self.sms: dict[int, SM] = {}
         self.agg = _Aggregate(trace)
@@ -249,7 +250,7 @@ class _Grid:
         if sm is None:
             link = (memo_mod.PartitionedLink(self.gpu, self.memory.residency, min(self.num_sms, self.num_ctas), sm_id,
                                              trace=self.trace, jitter=self.jitter)
-                    if self.partitioned else self.memory)
+                    if self.partitioned else SharedPort(self.memory))
             sm = self.sms[sm_id] = SM(self.gpu, sm_id, link, trace=self.trace, jitter=self.jitter)
         return sm
 
@@ -339,7 +340,7 @@ class _Grid:
             traced = {sm.sm_id: sm for sm in sms.values()}  # SM classes: one SM per class
             _trace_units(tr, traced, memory, self.num_sms)
             for sm_id, sm in traced.items():
-                if sm.memory is not memory:
+                if not isinstance(sm.memory, SharedPort):
                     tr.add_pipe(sm_id, 14, sm.memory.l2_pipe)
                     tr.add_pipe(sm_id, 15, sm.memory.hbm_pipe)
         return SimResult(
