@@ -169,6 +169,7 @@ class MemorySystem:
         self.l2_pipe = self.PIPE("L2->SM", trace)
         self.hbm_pipe = self.PIPE("HBM->L2", trace)
         self._reads = 0
+        self.port = SharedPort(self) if self.PIPE is GapPipe else None  # requests made without one
         self.residency = L2Residency(int(gpu.spec.l2_bytes.value))
         self.jitter = jitter or Jitter()
         self.bytes_from_l2 = 0  # bytes read not fetched from HBM for this read (hits, merged misses)
@@ -195,6 +196,7 @@ class MemorySystem:
         `port`: the requesting SM's `SharedPort` (shared mode): its requests take each link in
         their order (none starts before the SM's previous one on that link has ended)."""
         res = self.residency
+        port = port or self.port
         self._reads += 1
         if not self._reads & 255 and self.now is not None:
             self._forget()
@@ -234,6 +236,7 @@ class MemorySystem:
     def write(self, arrival: float, key: Hashable, nbytes: int, port: SharedPort | None = None) -> float:
         """Store a tile into L2 and post its write-back to HBM; return when it is in L2.
         `port`: as in `read` (the SM's stores take the L2 link in their order)."""
+        port = port or self.port
         self.residency.write(key, nbytes)
         self.bytes_to_l2 += nbytes
         self.bytes_to_hbm += nbytes
@@ -247,7 +250,12 @@ class MemorySystem:
         self.wb_debt += nbytes
         excess = self.wb_debt - self.wb_room
         if excess > 0:  # the dirty share of L2 is full: written back as it arrives
-            self.hbm_pipe.reserve(t, excess / self.hbm_wr_bw, "write-back")
+            if port is not None and port.hbm > t:  # after the storing SM's earlier HBM traffic
+                wb = self.hbm_pipe.reserve(port.hbm, excess / self.hbm_wr_bw, "write-back")
+            else:
+                wb = self.hbm_pipe.reserve(t, excess / self.hbm_wr_bw, "write-back")
+            if port is not None:
+                port.hbm = wb
             self.wb_debt = self.wb_room
         return t + self.jitter(self.l2_latency)
 
@@ -282,7 +290,8 @@ class SharedPort:
     order it makes them, none starting before its previous one there has ended (`l2`, `hbm`: the
     end of its last use of each link), as its requests queue on its own link in the partitioned
     mode (`SmLink`, a FIFO): with the SMs alike, the two modes then give the same times (issue 15
-    item 4: the memo's partitioned mode against this exact mode)."""
+    item 4: the memo's partitioned mode against this exact mode). Requests made on the
+    `MemorySystem` without a port share its own port (one requester: the FIFO of `Pipe`)."""
 
     __slots__ = ("memory", "l2", "hbm")
     lookups = 0  # the SM-level memo's question (PartitionedLink.lookups); never asked in shared mode
