@@ -28,6 +28,7 @@ from hopsim.timing.pipes import Jitter
 from hopsim.timing.sm import SM, CtaRun, _Consts
 from hopsim.timing.smem_cost import wavefronts_of
 from hopsim.trace import Trace
+from hopsim.timing import launch as launch_mod
 from hopsim.timing import memo as memo_mod
 from hopsim.timing import smclass
 from isa.errors import HopsimError, InputError
@@ -55,7 +56,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
              bank_model=None, memory: str = "shared", memo: bool = False,
              max_cycles: int | None = None, max_cta_cycles: int | None = None,
-             plan_cache: dict | None = None) -> SimResult:
+             plan_cache: dict | None = None, loop: str = "rotated") -> SimResult:
     """Time `kernel` launched as `launch` on `gpu` (default H100 SXM). See module docstring.
 
     gmem: the `GlobalMemory` holding the kernel's buffers and tensor maps (shared by all CTAs).
@@ -79,7 +80,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     clock and are built once; reused only when kernel, launch and tensor maps are equal.
     """
     gpu = gpu or load_gpu()
-    _check_modes(memory, memo, values, jitter_cycles)
+    _check_modes(memory, memo, values, jitter_cycles, loop)
     gmem, make_executor, make_sample = _executors(kernel, launch, gmem, values, checks, executor_factory)
     grid = _Grid(gpu, launch, _occupancy_of(gpu, kernel, launch, regs_per_thread), make_executor,
                  trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
@@ -94,13 +95,15 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
                        flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=make_executor,
                        bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles,
-                       max_cta_cycles=max_cta_cycles)
+                       max_cta_cycles=max_cta_cycles, loop=loop)
         res.extra.update(memo=True, sm_memo=f"off: {e}")
         return res
-    return grid.result(kernel, values, flop_count, gmem)
+    return grid.result(kernel, values, flop_count, gmem, loop)
 
 
-def _check_modes(memory: str, memo: bool, values: bool, jitter_cycles: int) -> None:
+def _check_modes(memory: str, memo: bool, values: bool, jitter_cycles: int, loop: str = "rotated") -> None:
+    if loop not in launch_mod.LOOPS:
+        raise InputError("loop", loop, " or ".join(f'"{x}"' for x in launch_mod.LOOPS))
     if memory not in ("shared", "partitioned"):
         raise InputError("memory", memory, '"shared" or "partitioned"')
     if memo and (values or memory != "partitioned" or jitter_cycles):
@@ -168,6 +171,7 @@ class _Grid:
         self.live: set[CtaRun] = set()
         self.tr = Trace(gpu.clock_mhz) if trace else None
         self.launch_cycles = float(gpu.timing.cta_launch_cycles.value)
+        self.dispatch_cycles = float(gpu.timing.cta_dispatch_cycles.value)
         self.tile_plan = self.dispatch = None
         self.memo_table: dict = {}
         self.in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
@@ -202,7 +206,8 @@ class _Grid:
         """Place CTAs on SM slots in waves (CtaScheduler) and run until the last CTA exits."""
         env, max_cycles = self.env, self.max_cycles
         sched = CtaScheduler(env, num_sms=self.num_sms, ctas_per_sm=self.occ.ctas_per_sm, num_ctas=self.num_ctas,
-                             launch_cycles=self.launch_cycles, run_cta=self._run_cta)
+                             launch_cycles=self.launch_cycles, run_cta=self._run_cta,
+                             dispatch_cycles=self.dispatch_cycles)
         try:
             if max_cycles is not None or self.max_cta_cycles is not None:
                 _run_capped(env, sched.done, max_cycles, self.live, self.max_cta_cycles)
@@ -225,7 +230,8 @@ class _Grid:
         try:
             coord = _sm_classes(self.gpu, self.memory, self.dispatch, self.make_executor, self.consts,
                                 self.wavefronts, self.trace, self.jitter, self.num_sms, self.occ.ctas_per_sm,
-                                self.num_ctas, self.launch_cycles, self.max_cycles, self.stats)
+                                self.num_ctas, self.launch_cycles, self.max_cycles, self.stats,
+                                dispatch_cycles=self.dispatch_cycles)
         except smclass.NotMemoisable:
             raise
         except Exception as e:
@@ -327,11 +333,12 @@ class _Grid:
         self.agg.add(run, sm.sm_id, slot, self.tr)
 
     # ------------------------------------------------------------------ result
-    def result(self, kernel, values: bool, flop_count, gmem) -> SimResult:
+    def result(self, kernel, values: bool, flop_count, gmem, loop: str = "rotated") -> SimResult:
         sms, memory, tr, occ = self.sms, self.memory, self.tr, self.occ
         links = [sm.memory for sm in sms.values()] if self.partitioned else [memory]
         exited = self.cycles
-        cycles = self.cycles = max(exited, writeback_end(links, int(self.gpu.spec.l2_bytes.value)))
+        cycles, added = launch_mod.loop_cycles(exited, links, self.gpu, loop, min(self.num_sms, self.num_ctas))
+        self.cycles = cycles
         busy = _busy(sms, links, cycles)
         smem_port = _smem_port(self.gpu, sms, cycles)
         busy["smem"] = smem_port["busy"]
@@ -361,29 +368,14 @@ class _Grid:
                    "gmem_requests": sum(sm.gmem_requests for sm in sms.values()),
                    "gmem_sectors": sum(sm.gmem_sectors for sm in sms.values()),
                    "bytes_hbm_written": int(round(sum(m.bytes_to_hbm for m in links))),
-                   "writeback_tail_cycles": cycles - exited,
+                   **added, "loop": loop,
                    "memo": bool(self.memo), "tile_plan": self.tile_plan is not None, **self.stats},
             trace=tr, machine=gmem,
         )
 
 
-def writeback_end(links, l2_bytes: int) -> int:
-    """The cycle the HBM links have written back every stored byte (memory.py: dirty bytes wait
-    for idle link time), or 0. A launch in a benchmark loop whose footprint (bytes it moves over
-    HBM: reads and stores) exceeds the L2 pays its own write-backs: in steady state the previous
-    launch's dirty lines are evicted, and drain, during this one. A launch that fits in L2
-    rewrites its dirty lines there in the next iteration: nothing more to pay (0)."""
-    if sum(m.bytes_from_hbm + m.bytes_to_hbm for m in links) <= l2_bytes:
-        return 0
-    end = 0.0
-    for m in links:
-        if m.wb_debt > 0:
-            end = max(end, m.hbm_pipe.next_free + m.wb_debt / m.hbm_wr_bw)
-    return int(-(-end // 1))
-
-
 def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter, num_sms,
-                ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats):
+                ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats, dispatch_cycles=0.0):
     """Run the grid as SM classes (smclass.py); return the Coordinator (.classes, .end)."""
     n_links = min(num_sms, num_ctas)
     kinds: dict = {}  # hit vector -> class id
@@ -424,7 +416,8 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     stats["replayed_ctas"] = 0
     stats["sm_memo"] = "on"
     coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
-                                launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
+                                launch_cycles=launch_cycles, dispatch_cycles=dispatch_cycles,
+                                make_sm=make_sm, make_run=make_run,
                                 after_run=after_run, classify=classify, max_cycles=max_cycles,
                                 limit_hit=limit_hit, make_executor=None if trace else executor_factory)
     coord.end = coord.run()

@@ -36,7 +36,10 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 The global-memory fields (gmem_outstanding_sectors_per_sm, hbm_write_bytes_per_s) come from the
 gmem microbenchmark records by the rules of hopsim/validate/calibrate_gmem.py; the SASS issue-class
 costs (sass_*_cycles) and the GEMM twins' per-box copy holds (gemm_*_tma_issue_cycles) from the
-committed SASS x microbench__tma_issue by the rules of hopsim/validate/calibrate_sass.py.
+committed SASS x microbench__tma_issue by the rules of hopsim/validate/calibrate_sass.py;
+launch_overhead_ns, launch_per_sm_ns, cta_dispatch_cycles, l2_dirty_fraction and (replacing the rule
+above, whose 1056-CTA grid of 128 threads is one wave, not eight) cta_launch_cycles from the
+launch2 records by those of hopsim/validate/calibrate_launch.py.
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
 alu_latency_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
@@ -53,6 +56,7 @@ from hopsim.config import load_gpu
 from isa.errors import HopsimError
 from hopsim.validate.calibrate_gmem import derive_gmem
 from hopsim.validate.calibrate_sass import derive_sass
+from hopsim.validate.calibrate_launch import derive_launch
 from validation.provenance import RECORDS_DIR, load_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -268,6 +272,9 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     derived = derive(records_dir)
     derived.update(derive_gmem(records_dir or RECORDS_DIR))
     derived.update(derive_sass(_micro(pathlib.Path(records_dir or RECORDS_DIR)), src=_src))
+    gpu = load_gpu(calibrated=False)
+    wr = derived.get("hbm_write_bytes_per_s", (float(gpu.timing.hbm_write_bytes_per_s.value),))[0]
+    derived.update(derive_launch(records_dir or RECORDS_DIR, wr, float(gpu.spec.l2_bytes.value)))
     for field, (value, source) in derived.items():
         d = defaults[field]
         if d.unit == "cycles":  # events happen on whole cycles: latencies and costs are whole

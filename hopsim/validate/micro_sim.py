@@ -12,7 +12,8 @@ measured, including the many it was not calibrated on. `MicroRow.calibration` ma
 calibrated number was read from (hopsim/validate/calibrate.py), which reproduce by construction; the
 others are checks.
 
-Not replayed: the launch record (read directly into cta_launch_cycles), the global-latency
+Not replayed: the launch records (read directly into the launch fields; their fit through
+`simulate()`: tests/timing/test_launch_fit.py), the global-latency
 footprints between 16 and 64 MiB (partly resident; the model has no partial residency), the
 issuing thread's own cycles in tma_latency (they include the expect_tx arrive and clock reads).
 """

@@ -23,7 +23,8 @@ def q(cycles):
 
 T = {k: float(v) for k, v in GPU.timing.values().items()}
 S = {k: float(v) for k, v in GPU.spec.values().items()}
-LAUNCH = T["cta_launch_cycles"]
+LAUNCH = T["cta_launch_cycles"]  # relaunch gap of a freed slot (later waves)
+START = 0.0  # a first-wave CTA (slot 0) starts at cycle 0: no freed slot to wait for (gpu.py)
 ISSUE = T["issue_cycles"]
 ALU_TAIL = T["alu_latency_cycles"] - T["issue_cycles"]
 FULL = ("mbar", 0, 0)  # event keys as the executor names them
@@ -35,22 +36,22 @@ def run(scripts_for_cta, grid=1, warps=None, kernel=KERNEL, **kw):
     launch = Launch(grid=(grid, 1, 1), block=(32 * nw, 1, 1))
     log = []
     res = simulate(kernel, launch, GPU, executor_factory=lambda c: ScriptedExecutor(scripts_for_cta(c), c, log),
-                   bank_model=scripted_wavefronts, regs_per_thread=32, **kw)
+                   bank_model=scripted_wavefronts, regs_per_thread=32, **{"loop": "single", **kw})
     return res, log
 
 
 def test_alu_run_is_one_batched_issue():
     n = 10
     res, _ = run(lambda c: [[("alu", n), ("exit",)]])
-    # launch, n issue slots, the last result's latency, then exit's issue slot
-    assert res.cycles == LAUNCH + n * ISSUE + ALU_TAIL + ISSUE
+    # start, n issue slots, the last result's latency, then exit's issue slot
+    assert res.cycles == START + n * ISSUE + ALU_TAIL + ISSUE
 
 
 def test_long_alu_runs_are_split_in_batches_with_same_total_issue():
     n = 200
     res, _ = run(lambda c: [[("alu", n), ("exit",)]])
     batches = math.ceil(n / 64)  # ALU_BATCH: each batch waits its last result
-    assert res.cycles == LAUNCH + n * ISSUE + batches * ALU_TAIL + ISSUE
+    assert res.cycles == START + n * ISSUE + batches * ALU_TAIL + ISSUE
     assert res.roles["other"]["instructions"] == n + 1
 
 
@@ -59,14 +60,14 @@ def test_tma_completion_wakes_consumer():
     scripts = [[("tma", nbytes, ("A", 0), FULL, 1), ("exit",)],
                [("wait", FULL), ("alu", 1), ("exit",)]]
     res, _ = run(lambda c: scripts)
-    tma_done = (LAUNCH + ISSUE + T["tma_unit_box_cycles"] + q(nbytes / GPU.hbm_bytes_per_cycle)
+    tma_done = (START + ISSUE + T["tma_unit_box_cycles"] + q(nbytes / GPU.hbm_bytes_per_cycle)
                 + q(nbytes / GPU.l2_bytes_per_cycle) + GPU.hbm_latency_cycles
                 + q(nbytes / T["tma_bytes_per_cycle"]) + T["tma_extra_latency_cycles"])
     woken = math.ceil(tma_done) + T["mbarrier_wakeup_cycles"]
     # the try_wait re-issues (one slot), then the alu, its latency, exit
     assert res.cycles == woken + ISSUE + ISSUE + ALU_TAIL + ISSUE
     assert res.roles["producer"]["warps"] == 1
-    assert res.roles["other"]["wait"]["mbarrier 0x0"] == woken - LAUNCH  # FULL is the mbarrier at 0x0
+    assert res.roles["other"]["wait"]["mbarrier 0x0"] == woken - START  # FULL is the mbarrier at 0x0
     assert res.bytes_hbm == nbytes and res.bytes_l2 == 0
 
 
@@ -74,7 +75,7 @@ def test_wgmma_group_then_wait():
     k, n = 4, 128
     scripts = [[("wgmma", n, G0, k)] * k + [("wait", G0), ("exit",)]]
     res, _ = run(lambda c: scripts)
-    issued_first = LAUNCH + ISSUE + T["wgmma_issue_cycles"]  # SMSP issue, then the wgmma issue cost
+    issued_first = START + ISSUE + T["wgmma_issue_cycles"]  # SMSP issue, then the wgmma issue cost
     pipe = k * 64 * n * 16 / S["tensor_fma_f16_per_cycle_per_sm"]  # k back-to-back: k * N/2
     done = issued_first + pipe + T["wgmma_fixed_latency_cycles"]
     # wake at completion (no wake-up latency), wait_group re-issues, exit
@@ -87,7 +88,7 @@ def test_shared_load_waits_its_wavefronts():
     wf = 8
     res, _ = run(lambda c: [[("lds", wf, 1), ("exit",)]])
     cpw = T["smem_cycles_per_wavefront"]
-    assert res.cycles == LAUNCH + ISSUE + wf * cpw + T["smem_latency_cycles"] - cpw + ISSUE
+    assert res.cycles == START + ISSUE + wf * cpw + T["smem_latency_cycles"] - cpw + ISSUE
     assert res.bank_conflicts == wf - 1 and res.smem_wavefronts == wf
 
 
@@ -101,10 +102,10 @@ def test_waves_over_132_sms():
     grid = 2 * num_sms + 1
     n = 100
     res, _ = run(lambda c: [[("alu", n), ("exit",)]], grid=grid, kernel=BIG_SMEM_KERNEL)
-    per_cta = LAUNCH + n * ISSUE + 2 * ALU_TAIL + ISSUE  # 100 ALU = 2 batches
+    per_cta = n * ISSUE + 2 * ALU_TAIL + ISSUE  # 100 ALU = 2 batches
     assert res.ctas_per_sm == 1 and res.limiting == "shared_memory"
     assert res.waves == 3
-    assert res.cycles == 3 * per_cta
+    assert res.cycles == 3 * per_cta + 2 * LAUNCH  # the later waves wait the relaunch gap
 
 
 def test_l2_reuse_across_ctas():
@@ -151,4 +152,4 @@ def test_an_issue_that_fires_and_blocks_wakes_the_others():
     rdv, grp = ("rdv", 0, 0), ("wgmma", 0, 0)
     scripts = [[("fire_wait", rdv, grp), ("exit",)], [("wait", rdv), ("arrive", grp, 1), ("exit",)]]
     res, _ = run(lambda c: scripts)  # would raise Deadlock if the fired key were dropped
-    assert res.cycles > LAUNCH
+    assert res.cycles > START

@@ -44,8 +44,12 @@ def test_committed_calibration_is_what_the_records_give():
 
 
 def _copy_gmem(d: pathlib.Path) -> None:
+    """The other microbenchmark record folders: gmem/ and launch2/ (launch2__*.json only)."""
     (d / "gmem").mkdir(exist_ok=True)
     shutil.copy(RECORDS_DIR / "gmem" / "gmem.jsonl", d / "gmem" / "gmem.jsonl")
+    (d / "launch2").mkdir(exist_ok=True)
+    for p in (RECORDS_DIR / "launch2").glob("launch2__*.json"):
+        shutil.copy(p, d / "launch2" / p.name)
 
 
 def test_calibration_reads_microbenchmark_records_only(tmp_path):
@@ -82,7 +86,8 @@ def test_every_timing_number_is_sourced_and_measured_ones_name_their_record():
             record = re.search(r"microbench__\w+\.json", src)
             assert record and (RECORDS_DIR / record.group(0)).exists(), (name, src)
             continue
-        assert src.startswith(("measured: microbench__", "measured: gmem/gmem.jsonl")), (name, src)
+        assert src.startswith(("measured: microbench__", "measured: gmem/gmem.jsonl",
+                               "measured: launch2/launch2__")), (name, src)
         record = src.split("measured: ", 1)[1].split(" ", 1)[0]
         assert (RECORDS_DIR / record).exists(), (name, record)
 

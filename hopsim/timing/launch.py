@@ -1,0 +1,71 @@
+"""One launch inside a benchmark loop: what the CTAs' own cycles leave out.
+
+The H100 records time a kernel back to back (CUDA-graph batches; inputs and outputs rotated over
+sets larger than the L2: validation/harness.py, validation/portfolio_runs.py). The simulator runs
+one launch from an idle GPU (CTA dispatch at cycle 0, an empty, clean L2); `loop_cycles` turns the
+cycle its last CTA exited into the period of that launch in such a loop:
+
+    period = overhead + max(exited + store_ack, max over links of max(next_free, busy + debt / write_bw))
+
+1. **Launch overhead** `timing.launch_overhead_ns` + (SMs used - 1) x `timing.launch_per_sm_ns`:
+   per launch, back to back, the front end's grid launch and completion that no CTA work hides,
+   growing with the SMs it reaches (first CTA to each SM, completion from each); fixed in ns,
+   converted at the run's SM clock.
+2. **Store acknowledgement** `store_ack`: a grid that stored completes when its last stores are in
+   L2, one `timing.gmem_l2_latency_cycles` after its last CTA exit (a CTA exits once its store
+   sectors have left the SM, sm.py).
+3. **Dirty L2 lines carried in** (`carry_cycles`): in a rotated loop the previous launch left the
+   dirty bytes this launch leaves (same kernel, other buffers: `wb_debt` of each HBM link at the
+   end, memory.py). Their write-back shares the HBM link with this launch: in one period a link
+   must do this launch's HBM work (its reads and the write-backs forced during it: `busy`, ending
+   no earlier than `next_free`) plus the carried write-back (debt / write bandwidth), in its idle
+   time, so a compute-bound launch hides it and a memory-bound one pays it in full. A carried line
+   is written back when this launch evicts it, i.e. once it allocates lines, not during the launch
+   gap: launch2 copy records over rotated buffers take the overhead plus reads plus the carried
+   write-back (4.37 us at 4 MiB, 13.10 at 16 MiB, 24.74 at 32 MiB). This replaces the old rule "a
+   launch whose footprint fits in L2 pays no write-back": with rotated buffers its stores are
+   other lines each launch. Pure store streams write back faster than `hbm_write_bytes_per_s` (the
+   rate under mixed read/write traffic): launch2 store_16..32MiB rotated take 6.20..12.52 us, the
+   model ~10-17% more.
+
+Not modelled: a loop over the same buffers (L2-warm inputs where they fit, stores hitting their
+own dirty lines); the simulator starts every launch with a cold L2, as the rotated records do.
+"""
+
+from __future__ import annotations
+
+LOOPS = ("rotated", "single")
+"""rotated: back to back over rotated buffers (the records' method; the default). single: the CTAs'
+cycles alone from an idle GPU, an empty clean L2 and no launch overhead (the engine's composition)."""
+
+
+def overhead_cycles(gpu, sms_used: int) -> float:
+    """The launch overhead of a grid reaching `sms_used` SMs, in SM cycles at the run's clock."""
+    t = gpu.timing
+    ns = float(t.launch_overhead_ns.value) + max(0, sms_used - 1) * float(t.launch_per_sm_ns.value)
+    return ns * gpu.clock_mhz / 1e3
+
+
+def carry_cycles(links) -> float:
+    """The cycle by which every HBM link has done its own work and written back the dirty bytes
+    the previous identical launch left (its `wb_debt` at the end), using its idle time."""
+    end = 0.0
+    for m in links:
+        pipe = m.hbm_pipe
+        need = pipe.busy + (m.wb_debt / m.hbm_wr_bw if m.wb_debt > 0 else 0.0)
+        end = max(end, pipe.next_free, need)
+    return end
+
+
+def loop_cycles(exited: float, links, gpu, loop: str, sms_used: int) -> tuple[int, dict]:
+    """(period of the launch in `loop`, the cycles it adds beyond `exited`: launch overhead, store
+    acknowledgement, carried write-back beyond the CTAs' work)."""
+    if loop == "single":
+        return int(exited), {"launch_overhead_cycles": 0, "store_ack_cycles": 0, "writeback_tail_cycles": 0}
+    over = overhead_cycles(gpu, sms_used)
+    stored = any(m.bytes_to_l2 for m in links)
+    done = float(exited) + (float(gpu.timing.gmem_l2_latency_cycles.value) if stored else 0.0)
+    work = max(done, carry_cycles(links)) if loop == "rotated" else done
+    total = int(-(-(over + work) // 1))
+    return total, {"launch_overhead_cycles": int(round(over)), "store_ack_cycles": int(round(done - exited)),
+                   "writeback_tail_cycles": int(round(work - done))}
