@@ -223,7 +223,17 @@ class _Grid:
                 raise
             run = min(self.live, key=lambda r: r.ex.cta_linear)
             raise run.ex.deadlock_error() from None
-        self.cycles = int(env.now)
+        self.cycles = max(int(env.now), self._land_writes())
+
+    def _land_writes(self) -> int:
+        """After the last CTA exit: land the asynchronous global writes still pending (TMA stores
+        waited on with `.read` only, or not at all) and return the cycle the last one lands: a
+        kernel is complete when its writes are performed."""
+        env = self.env
+        end = max((sm.write_end for sm in self.sms.values()), default=0.0)
+        while env.peek() <= end:
+            env.step()
+        return int(-(-end // 1))
 
     def run_sm_classes(self) -> None:
         """SM-level memo (2+ CTAs per SM): one detailed simulation per SM history (smclass.py)."""
@@ -239,7 +249,7 @@ class _Grid:
             if orig is not None:
                 raise orig.with_traceback(orig.__traceback__) from None
             raise
-        self.cycles = int(coord.end)
+        self.cycles = int(-(-max(coord.end, max(cls.sm.write_end for cls in coord.classes)) // 1))
         tr = self.tr
         for cls in coord.classes:
             w = len(cls.members)
@@ -291,7 +301,9 @@ class _Grid:
 
     def _replay(self, sm, start, key) -> tuple:
         """Apply a memoised CTA's counters and pipe residue on `sm`: (its duration, its warp stats)."""
-        dur, delta, warp_stats, residue = self.memo_table[key]
+        dur, delta, warp_stats, residue, writes = self.memo_table[key]
+        if writes is not None and start + writes > sm.write_end:
+            sm.write_end = start + writes
         memo_mod.add_counters(sm, delta)
         memo_mod.apply_residue(sm, start, residue)
         self.stats["memo_hits"] += 1
@@ -327,7 +339,8 @@ class _Grid:
                               "simulate with memory='shared'")
         if memo_key is not None:
             self.memo_table[memo_key] = (env.now - start, memo_mod.counter_delta(memo_mod.sm_counters(sm), before),
-                                         run.stats, memo_mod.sm_residue(sm, start))
+                                         run.stats, memo_mod.sm_residue(sm, start),
+                                         run.write_end - start if run.write_end else None)
             self.in_flight.pop(memo_key)[1].succeed()
         sm.ctas_run += 1
         self.agg.add(run, sm.sm_id, slot, self.tr)

@@ -77,6 +77,7 @@ class SM:
         self.gmem_requests = 0  # ld/st.global L2 requests (128-B lines touched per warp access)
         self.gmem_sectors = 0  # 32-B sectors those requests move
         self.ctas_run = 0
+        self.write_end = 0.0  # cycle the last asynchronous global write (TMA store) issued here lands
 
 
 class WarpStats:
@@ -187,6 +188,7 @@ class CtaRun:
         self.wavefronts = wavefronts or ideal_wavefronts
         self.last_async: dict[tuple, float] = {}  # FIFO completion per warpgroup / bulk warp
         self.pending_async = 0
+        self.write_end = 0.0  # cycle this CTA's last asynchronous global write (TMA store) lands
         self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
         self.inflight: list | None = [] if trace else None  # (start, end, name, track) of async ops
         self.hits = hits  # memo.CtaHits: .of(warp, i) -> (hit, hbm_share), L2 residency decided at dispatch (partitioned mode)
@@ -220,8 +222,9 @@ class CtaRun:
             else:
                 evt.succeed()
 
-    def _at(self, t: float, eff, fifo_key=None) -> None:
-        """Run eff.complete() at cycle t (integer, and not before the previous op of its FIFO)."""
+    def _at(self, t: float, eff, fifo_key=None) -> float:
+        """Run eff.complete() at cycle t (integer, and not before the previous op of its FIFO);
+        return that cycle."""
         t = -(-t // 1)  # ceil to an integer cycle
         if fifo_key is not None:
             last = self.last_async.get(fifo_key, 0.0)
@@ -230,6 +233,7 @@ class CtaRun:
             self.last_async[fifo_key] = t
         self.pending_async += 1
         self.env.timeout(t - self.env.now).callbacks.append(partial(self._complete, eff))
+        return t
 
     def _complete(self, eff, _evt) -> None:
         self.pending_async -= 1
@@ -372,14 +376,20 @@ class CtaRun:
     def _tma_store(self, w, eff, issued, smsp, woken):
         """cp.async.bulk.tensor store (an epilogue store: no role): its source is read when the TMA
         unit's fill pipe has taken it (cp.async.bulk.wait_group.read waits for that), it completes
-        when written to L2 (wait_group without .read)."""
+        when written to L2 (wait_group without .read). A write still pending when the CTA's warps
+        have exited lands all the same, and the kernel ends no earlier (`write_end`: a kernel's
+        completion includes its memory writes being performed; runner.py)."""
         if eff.complete is not None:
             read_done, write_done = self.sm.tma.store(issued, eff.tile_key or ("st", eff.gmem_ranges[:1]),
                                                       eff.gmem_bytes, "store")
             read = eff.extra.get("read_complete")  # absent from scripted executors' effects
             if read is not None:
                 self._call_at(read_done, read, ("bulkr", w))
-            self._at(write_done, eff, ("bulk", w))
+            landed = self._at(write_done, eff, ("bulk", w))
+            if landed > self.write_end:  # the kernel is complete when its writes are performed
+                self.write_end = landed
+                if landed > self.sm.write_end:
+                    self.sm.write_end = landed
         return issued, None
 
     def _wgmma(self, w, eff, issued, smsp, woken):
