@@ -57,14 +57,18 @@ def carry_cycles(links) -> float:
     return end
 
 
-def loop_cycles(exited: float, links, gpu, loop: str, sms_used: int) -> tuple[int, dict]:
+def loop_cycles(exited: float, links, gpu, loop: str, sms_used: int,
+                writes_end: float = 0.0) -> tuple[int, dict]:
     """(period of the launch in `loop`, the cycles it adds beyond `exited`: launch overhead, store
-    acknowledgement, carried write-back beyond the CTAs' work)."""
+    acknowledgement, carried write-back beyond the CTAs' work). `writes_end`: the cycle the last
+    asynchronous global write (a TMA store not waited for before exit) lands; the launch is done
+    no earlier (its completion includes its writes being performed)."""
     if loop == "single":
-        return int(exited), {"launch_overhead_cycles": 0, "store_ack_cycles": 0, "writeback_tail_cycles": 0}
+        end = int(max(exited, -(-writes_end // 1)))
+        return end, {"launch_overhead_cycles": 0, "store_ack_cycles": end - int(exited), "writeback_tail_cycles": 0}
     over = overhead_cycles(gpu, sms_used)
     stored = any(m.bytes_to_l2 for m in links)
-    done = float(exited) + (float(gpu.timing.gmem_l2_latency_cycles.value) if stored else 0.0)
+    done = max(float(exited) + (float(gpu.timing.gmem_l2_latency_cycles.value) if stored else 0.0), writes_end)
     work = max(done, carry_cycles(links)) if loop == "rotated" else done
     total = int(-(-(over + work) // 1))
     return total, {"launch_overhead_cycles": int(round(over)), "store_ack_cycles": int(round(done - exited)),

@@ -176,7 +176,8 @@ class _Grid:
         self.memo_table: dict = {}
         self.in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
         self.stats = {"memo_hits": 0, "detailed_ctas": 0}
-        self.cycles = 0
+        self.cycles = 0  # the last CTA exit
+        self.write_end = 0  # the cycle the last asynchronous global write (TMA store) lands
 
     # ------------------------------------------------------------------ steps
     def plan(self, make_sample, cache: dict | None = None, what: tuple = ()) -> None:
@@ -223,7 +224,8 @@ class _Grid:
                 raise
             run = min(self.live, key=lambda r: r.ex.cta_linear)
             raise run.ex.deadlock_error() from None
-        self.cycles = max(int(env.now), self._land_writes())
+        self.cycles = int(env.now)
+        self.write_end = self._land_writes()
 
     def _land_writes(self) -> int:
         """After the last CTA exit: land the asynchronous global writes still pending (TMA stores
@@ -249,7 +251,8 @@ class _Grid:
             if orig is not None:
                 raise orig.with_traceback(orig.__traceback__) from None
             raise
-        self.cycles = int(-(-max(coord.end, max(cls.sm.write_end for cls in coord.classes)) // 1))
+        self.cycles = int(coord.end)
+        self.write_end = int(-(-max(cls.sm.write_end for cls in coord.classes) // 1))
         tr = self.tr
         for cls in coord.classes:
             w = len(cls.members)
@@ -350,7 +353,8 @@ class _Grid:
         sms, memory, tr, occ = self.sms, self.memory, self.tr, self.occ
         links = [sm.memory for sm in sms.values()] if self.partitioned else [memory]
         exited = self.cycles
-        cycles, added = launch_mod.loop_cycles(exited, links, self.gpu, loop, min(self.num_sms, self.num_ctas))
+        cycles, added = launch_mod.loop_cycles(exited, links, self.gpu, loop, min(self.num_sms, self.num_ctas),
+                                               self.write_end)
         self.cycles = cycles
         busy = _busy(sms, links, cycles)
         smem_port = _smem_port(self.gpu, sms, cycles)

@@ -5,7 +5,8 @@ source; PTX ISA, cp.async.bulk.wait_group).
 
 Laws: with `.read` only, the timed runner's output equals the functional runner's and the
 expected values (numpy); the simulated end is >= the cycle the last store's global write lands
-(as the TMA unit gives it), in every memory mode and with memoisation."""
+(as the TMA unit gives it; loop="single": the CTAs' cycles alone), in both memory modes and with
+memoisation."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def write_times(monkeypatch):
 @pytest.mark.parametrize("ctas", [1, 3])
 def test_read_wait_only_lands_the_store(ctas, write_times):
     gm, launch = _setup(ctas)
-    res = simulate(parse(KERNEL), launch, values=True, gmem=gm)
+    res = simulate(parse(KERNEL), launch, values=True, gmem=gm, loop="single")
     timed = gm.view("out", np.uint32).reshape(ctas * ROWS, COLS).copy()
     gf, lf = _setup(ctas)
     run_kernel(parse(KERNEL), lf, gf)
@@ -94,6 +95,6 @@ def test_end_includes_the_last_write_timing_only(memo, write_times):
     """Timing-only, partitioned memory, with and without memoisation (replayed CTAs included)."""
     ctas = 264
     gm, launch = _setup(ctas)
-    res = simulate(parse(KERNEL), launch, values=False, gmem=gm, memory="partitioned", memo=memo)
+    res = simulate(parse(KERNEL), launch, values=False, gmem=gm, memory="partitioned", memo=memo, loop="single")
     assert write_times
     assert res.cycles >= max(write_times)
