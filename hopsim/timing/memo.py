@@ -228,8 +228,15 @@ class TilePlan:
             out += cc[:, ax, None, None] * d[None]
         return out
 
+    def keyed(self, tiles: list) -> list:
+        """A CTA's recorded (handle, coords) tiles per warp in this plan's keys (the same here;
+        linear_plan.LinearTilePlan: linear box indices)."""
+        return tiles
+
     @classmethod
-    def build(cls, launch, make_executor) -> "TilePlan | None":
+    def build(cls, launch, make_executor, transform=None) -> "TilePlan | None":
+        """The plan from sample CTAs; `transform(rows)` (linear_plan) rewrites each sample's
+        rows into the plan's keys (None: no plan); with it, affine plans only."""
         grid = launch.grid
         coords_of = launch.cta_coords
 
@@ -240,7 +247,8 @@ class TilePlan:
 
         def keys(cta):
             if cta not in seen:
-                seen[cta] = _keys(make_executor, cta)
+                got = _keys(make_executor, cta)
+                seen[cta] = transform(got) if transform is not None and got is not None else got
             return seen[cta]
 
         base = keys(0)
@@ -256,6 +264,8 @@ class TilePlan:
                 return plan
             if plan._truncate(last, n, keys):
                 return plan
+        if transform is not None:
+            return None
         plan = cls(base, [None, None, None], coords_of, "translate", make_executor)
         if all(keys(c) == plan.tiles(c) for c in sorted({1, *checks}) if c < n):
             return plan
@@ -306,25 +316,33 @@ class TilePlan:
             unit = [0, 0, 0]
             unit[ax] = 1
             other = keys(linear(*unit))
-            d = _delta(base, other)
+            d = _delta(base, other, grid[1] == grid[2] == 1)
             if d is None:
                 return None
             deltas.append(d)
         return cls(base, deltas, coords_of)
 
 
-def _delta(base, other):
+def _delta(base, other, shorter: bool = False):
+    """Per warp, per position: coords of `other` - coords of `base`. `shorter` (a 1-D grid):
+    a row of `other` may be a prefix of the base's length (CTA 1 already makes one trip fewer,
+    a truncated plan) when its deltas are all equal: the missing positions get that delta (the
+    plan is checked on the sample CTAs and every CTA simulated in detail)."""
     if other is None or len(other) != len(base):
         return None
     out = []
     for rb, ro in zip(base, other):
-        if len(rb) != len(ro):
+        if len(rb) != len(ro) and not (shorter and 0 < len(ro) < len(rb)):
             return None
         row = []
         for (hb, cb, nb), (ho, co, no) in zip(rb, ro):
             if hb != ho or len(cb) != len(co) or nb != no:
                 return None
             row.append(tuple(o - b for b, o in zip(cb, co)))
+        if len(row) < len(rb):
+            if len(set(row)) != 1:
+                return None
+            row += [row[0]] * (len(rb) - len(row))
         out.append(row)
     return out
 
@@ -673,7 +691,8 @@ class StreamingResidency:
         if plan.mode != "affine" or plan.deltas[1] is not None or plan.deltas[2] is not None:
             return False
         rows = plan.base
-        if not any(rows) or any(h != GLINE for row in rows for h, _co, _nb in row):
+        if not any(rows) or len({h for row in rows for h, _co, _nb in row}) != 1 or any(
+                len(co) != 1 for row in rows for _h, co, _nb in row):  # one handle, 1-D keys (linear_plan too)
             return False
         if plan.deltas[0] is None:  # one CTA: its own positions must be distinct
             lines = [co[0] for row in rows for _h, co, _nb in row]

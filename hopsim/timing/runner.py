@@ -22,6 +22,7 @@ from hopsim.functional.executor import CTAExecutor
 from hopsim.functional.gmem import GlobalMemory
 from hopsim.result import SimResult
 from hopsim.timing.gpu import CtaScheduler, waves
+from hopsim.timing.linear_plan import LinearTilePlan
 from hopsim.timing.memory import MemorySystem, SharedPort
 from hopsim.timing.occupancy import occupancy
 from hopsim.timing.pipes import Jitter
@@ -192,6 +193,8 @@ class _Grid:
             self.dispatch = cache["dispatch"].fresh(self.memory.residency) if cache["dispatch"] else None
             return
         self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
+        if self.tile_plan is None and what:  # boxes walked in a linear order (persistent CTAs)
+            self.tile_plan = LinearTilePlan.build_linear(self.launch, make_sample, what[2])
         if self.tile_plan is not None:
             streaming = memo_mod.StreamingResidency.applies(self.tile_plan, self.num_ctas)
             kind = memo_mod.StreamingResidency if streaming else memo_mod.DispatchResidency
@@ -336,8 +339,8 @@ class _Grid:
         if memo_key is not None and getattr(run.ex, "divergences", 0):
             raise smclass.NotMemoisable(DIVERGED)
         self.stats["detailed_ctas"] += 1
-        if self.dispatch is not None and run.tiles != [[(h, co) for h, co, _ in row]
-                                                      for row in self.dispatch.tiles(cta)]:
+        if self.dispatch is not None and self.tile_plan.keyed(run.tiles) != [
+                [(h, co) for h, co, _ in row] for row in self.dispatch.tiles(cta)]:
             raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
                               "simulate with memory='shared'")
         if memo_key is not None:
@@ -423,7 +426,7 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
         if getattr(run.ex, "divergences", 0):
             raise smclass.NotMemoisable(DIVERGED)
         tiles = dispatch.tiles(cta)
-        if run.tiles != [[(h, co) for h, co, _ in row] for row in tiles]:
+        if dispatch.plan.keyed(run.tiles) != [[(h, co) for h, co, _ in row] for row in tiles]:
             raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
                               "simulate with memory='shared'")
 
