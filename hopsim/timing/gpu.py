@@ -3,16 +3,15 @@
 Model: each SM has `ctas_per_sm` slots (occupancy.py). CTAs are dispatched in linear order
 (blockIdx.x fastest). The first wave fills the slots breadth-first (CTA i -> SM i % num_sms for
 i < num_sms, then the second slot of each SM, ...), as the hardware spreads a launch over SMs;
-afterwards, each time a CTA exits, the next CTA in order takes its slot, ready
-`timing.cta_launch_cycles` later (the relaunch gap of a freed slot). An SM accepts one CTA per
-`timing.cta_dispatch_cycles`: a CTA starts at max(ready, the SM's previous start + that), the
-first wave's slot s at s x cta_dispatch_cycles (launch2 records: empty kernels over grids, spin
-kernels' clock64 stamps). So with uniform CTAs of D cycles, one per SM:
+the first wave starts at cycle 0 (no freed slot to wait for); afterwards, each time a CTA exits,
+the next CTA in order takes its slot `timing.cta_launch_cycles` later (the relaunch gap of a
+freed slot, launch2 spin records' clock64 stamps). So with uniform CTAs of D cycles, one per SM:
 
     total = waves * D + (waves - 1) * cta_launch_cycles,  waves = ceil(num_ctas / (num_sms * ctas_per_sm))
 
-The launch itself (front end, grid completion) is `timing.launch_overhead_ns`, added per launch in a
-benchmark loop by launch.py. Not modelled: GPC/TPC grouping, clusters (CTAs of a cluster
+The launch itself (front end, grid completion: `timing.launch_overhead_ns`) and an SM's CTA
+dispatch rate (`timing.cta_dispatch_cycles`, a bound on the grid's end, not a per-CTA stagger) are
+added per launch by launch.py. Not modelled: GPC/TPC grouping, clusters (CTAs of a cluster
 co-scheduled), heterogeneous SMs.
 """
 
@@ -32,15 +31,12 @@ class CtaScheduler:
     """Runs `run_cta(sm, slot, cta)` (a generator: one CTA's life) over the slots of every SM."""
 
     def __init__(self, env: simpy.Environment, *, num_sms: int, ctas_per_sm: int, num_ctas: int,
-                 launch_cycles: float, run_cta: Callable, on_dispatch: Callable | None = None,
-                 dispatch_cycles: float = 0.0):
+                 launch_cycles: float, run_cta: Callable, on_dispatch: Callable | None = None):
         self.env = env
         self.num_sms = num_sms
         self.ctas_per_sm = ctas_per_sm
         self.num_ctas = num_ctas
         self.launch_cycles = launch_cycles
-        self.dispatch_cycles = float(dispatch_cycles)
-        self._next_dispatch: dict[int, float] = {}  # SM -> earliest start of its next CTA
         self.run_cta = run_cta
         self.on_dispatch = on_dispatch
         self._next = 0
@@ -56,22 +52,14 @@ class CtaScheduler:
         first_wave = self.num_sms * self.ctas_per_sm
         ready = 0.0  # the first wave: no freed slot to wait for
         while cta is not None:
-            start = self._dispatch(sm, ready)
-            if start > self.env.now:
-                yield self.env.timeout(start - self.env.now)
+            if ready > self.env.now:
+                yield self.env.timeout(ready - self.env.now)
             self.placement[cta] = (sm, slot, self.env.now)
             if self.on_dispatch:
                 self.on_dispatch(sm, slot, cta)
             yield from self.run_cta(sm, slot, cta)
             cta = self._take(first_wave)
             ready = self.env.now + self.launch_cycles
-
-    def _dispatch(self, sm: int, ready: float) -> float:
-        """The start of a CTA ready at `ready` on `sm`: one dispatch per cta_dispatch_cycles per SM
-        (reserved when the slot is freed, in exit order)."""
-        start = max(ready, self._next_dispatch.get(sm, 0.0))
-        self._next_dispatch[sm] = start + self.dispatch_cycles
-        return start
 
     def _take(self, first_wave: int):
         if self._next < first_wave:

@@ -5,16 +5,23 @@ sets larger than the L2: validation/harness.py, validation/portfolio_runs.py). T
 one launch from an idle GPU (CTA dispatch at cycle 0, an empty, clean L2); `loop_cycles` turns the
 cycle its last CTA exited into the period of that launch in such a loop:
 
-    period = overhead + max(exited + store_ack, max over links of max(next_free, busy + debt / write_bw))
+    period = overhead + max(max(exited, dispatch) + store_ack, max over links of next_free,
+                            mean over links of (busy + debt / write_bw))
 
 1. **Launch overhead** `timing.launch_overhead_ns` + (SMs used - 1) x `timing.launch_per_sm_ns`:
    per launch, back to back, the front end's grid launch and completion that no CTA work hides,
    growing with the SMs it reaches (first CTA to each SM, completion from each); fixed in ns,
    converted at the run's SM clock.
-2. **Store acknowledgement** `store_ack`: a grid that stored completes when its last stores are in
+2. **CTA dispatch rate** `dispatch` = (CTAs per SM - 1) x `timing.cta_dispatch_cycles`: one SM
+   accepts one CTA per interval, so a grid of many short CTAs ends no earlier (launch2 empty
+   kernels: ~77 ns per CTA per SM up to 16384 CTAs). A bound on the grid's end, not a per-CTA
+   stagger of the SMs' timelines: staggered starts make the engine's FIFO pipes, which never fill
+   an idle gap before a reservation already made for a later cycle (pipes.py), serialise CTAs that
+   the hardware overlaps (a 22-CTA-per-SM TMA copy ran 3.6x longer).
+3. **Store acknowledgement** `store_ack`: a grid that stored completes when its last stores are in
    L2, one `timing.gmem_l2_latency_cycles` after its last CTA exit (a CTA exits once its store
    sectors have left the SM, sm.py).
-3. **Dirty L2 lines carried in** (`carry_cycles`): in a rotated loop the previous launch left the
+4. **Dirty L2 lines carried in** (`carry_cycles`): in a rotated loop the previous launch left the
    dirty bytes this launch leaves (same kernel, other buffers: `wb_debt` of each HBM link at the
    end, memory.py). Their write-back shares the HBM link with this launch: in one period a link
    must do this launch's HBM work (its reads and the write-backs forced during it: `busy`, ending
@@ -47,17 +54,22 @@ def overhead_cycles(gpu, sms_used: int) -> float:
 
 
 def carry_cycles(links) -> float:
-    """The cycle by which every HBM link has done its own work and written back the dirty bytes
-    the previous identical launch left (its `wb_debt` at the end), using its idle time."""
-    end = 0.0
-    for m in links:
-        pipe = m.hbm_pipe
-        need = pipe.busy + (m.wb_debt / m.hbm_wr_bw if m.wb_debt > 0 else 0.0)
-        end = max(end, pipe.next_free, need)
-    return end
+    """The cycle by which the HBM has done this launch's work and written back the dirty bytes the
+    previous identical launch left (`wb_debt` at the end), in the link's idle time: chip-wide,
+    the mean over the links of (busy + debt / write bandwidth) (the partitioned mode's links are
+    each 1/n of the chip, one per SM used; the write-back is the chip's, whichever SM stored),
+    and no earlier than any link's last reservation."""
+    need = sum(m.hbm_pipe.busy + (m.wb_debt / m.hbm_wr_bw if m.wb_debt > 0 else 0.0) for m in links) / len(links)
+    return max(need, max(m.hbm_pipe.next_free for m in links))
 
 
-def loop_cycles(exited: float, links, gpu, loop: str, sms_used: int,
+def dispatch_cycles(gpu, num_ctas: int) -> float:
+    """The earliest end of a grid by the SMs' CTA dispatch rate: (CTAs per SM - 1) intervals."""
+    sms = min(int(gpu.spec.num_sms.value), num_ctas)
+    return (-(-num_ctas // sms) - 1) * float(gpu.timing.cta_dispatch_cycles.value)
+
+
+def loop_cycles(exited: float, links, gpu, loop: str, num_ctas: int,
                 writes_end: float = 0.0) -> tuple[int, dict]:
     """(period of the launch in `loop`, the cycles it adds beyond `exited`: launch overhead, store
     acknowledgement, carried write-back beyond the CTAs' work). `writes_end`: the cycle the last
@@ -65,11 +77,14 @@ def loop_cycles(exited: float, links, gpu, loop: str, sms_used: int,
     no earlier (its completion includes its writes being performed)."""
     if loop == "single":
         end = int(max(exited, -(-writes_end // 1)))
-        return end, {"launch_overhead_cycles": 0, "store_ack_cycles": end - int(exited), "writeback_tail_cycles": 0}
-    over = overhead_cycles(gpu, sms_used)
+        return end, {"launch_overhead_cycles": 0, "dispatch_bound_cycles": 0, "store_ack_cycles": end - int(exited),
+                     "writeback_tail_cycles": 0}
+    over = overhead_cycles(gpu, min(int(gpu.spec.num_sms.value), num_ctas))
     stored = any(m.bytes_to_l2 for m in links)
-    done = max(float(exited) + (float(gpu.timing.gmem_l2_latency_cycles.value) if stored else 0.0), writes_end)
+    ended = max(float(exited), dispatch_cycles(gpu, num_ctas))
+    done = max(ended + (float(gpu.timing.gmem_l2_latency_cycles.value) if stored else 0.0), writes_end)
     work = max(done, carry_cycles(links)) if loop == "rotated" else done
     total = int(-(-(over + work) // 1))
-    return total, {"launch_overhead_cycles": int(round(over)), "store_ack_cycles": int(round(done - exited)),
+    return total, {"launch_overhead_cycles": int(round(over)), "dispatch_bound_cycles": int(round(ended - exited)),
+                   "store_ack_cycles": int(round(done - ended)),
                    "writeback_tail_cycles": int(round(work - done))}

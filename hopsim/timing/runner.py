@@ -172,7 +172,6 @@ class _Grid:
         self.live: set[CtaRun] = set()
         self.tr = Trace(gpu.clock_mhz) if trace else None
         self.launch_cycles = float(gpu.timing.cta_launch_cycles.value)
-        self.dispatch_cycles = float(gpu.timing.cta_dispatch_cycles.value)
         self.tile_plan = self.dispatch = None
         self.memo_table: dict = {}
         self.in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
@@ -210,8 +209,7 @@ class _Grid:
         """Place CTAs on SM slots in waves (CtaScheduler) and run until the last CTA exits."""
         env, max_cycles = self.env, self.max_cycles
         sched = CtaScheduler(env, num_sms=self.num_sms, ctas_per_sm=self.occ.ctas_per_sm, num_ctas=self.num_ctas,
-                             launch_cycles=self.launch_cycles, run_cta=self._run_cta,
-                             dispatch_cycles=self.dispatch_cycles)
+                             launch_cycles=self.launch_cycles, run_cta=self._run_cta)
         try:
             if max_cycles is not None or self.max_cta_cycles is not None:
                 _run_capped(env, sched.done, max_cycles, self.live, self.max_cta_cycles)
@@ -245,8 +243,7 @@ class _Grid:
         try:
             coord = _sm_classes(self.gpu, self.memory, self.dispatch, self.make_executor, self.consts,
                                 self.wavefronts, self.trace, self.jitter, self.num_sms, self.occ.ctas_per_sm,
-                                self.num_ctas, self.launch_cycles, self.max_cycles, self.stats,
-                                dispatch_cycles=self.dispatch_cycles)
+                                self.num_ctas, self.launch_cycles, self.max_cycles, self.stats)
         except smclass.NotMemoisable:
             raise
         except Exception as e:
@@ -356,8 +353,7 @@ class _Grid:
         sms, memory, tr, occ = self.sms, self.memory, self.tr, self.occ
         links = [sm.memory for sm in sms.values()] if self.partitioned else [memory]
         exited = self.cycles
-        cycles, added = launch_mod.loop_cycles(exited, links, self.gpu, loop, min(self.num_sms, self.num_ctas),
-                                               self.write_end)
+        cycles, added = launch_mod.loop_cycles(exited, links, self.gpu, loop, self.num_ctas, self.write_end)
         self.cycles = cycles
         busy = _busy(sms, links, cycles)
         smem_port = _smem_port(self.gpu, sms, cycles)
@@ -395,7 +391,7 @@ class _Grid:
 
 
 def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter, num_sms,
-                ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats, dispatch_cycles=0.0):
+                ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats):
     """Run the grid as SM classes (smclass.py); return the Coordinator (.classes, .end)."""
     n_links = min(num_sms, num_ctas)
     kinds: dict = {}  # hit vector -> class id
@@ -436,8 +432,7 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     stats["replayed_ctas"] = 0
     stats["sm_memo"] = "on"
     coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
-                                launch_cycles=launch_cycles, dispatch_cycles=dispatch_cycles,
-                                make_sm=make_sm, make_run=make_run,
+                                launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
                                 after_run=after_run, classify=classify, max_cycles=max_cycles,
                                 limit_hit=limit_hit, make_executor=None if trace else executor_factory)
     coord.end = coord.run()

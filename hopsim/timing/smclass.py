@@ -7,8 +7,7 @@ each CTA's hit vector is a function of its index alone). What couples SMs is the
 queue: the next CTA goes to whichever slot frees first. An SM's whole timeline is therefore a
 deterministic function of its *history*: the sequence of hit-vector classes of the CTAs it was
 given, in the order it asked for them (the dispatch times follow from its own CTA exits:
-max(exit + `cta_launch_cycles`, its previous start + `cta_dispatch_cycles`); "no CTA left" is a
-history entry too). SMs with equal histories run
+exit + `cta_launch_cycles`; "no CTA left" is a history entry too). SMs with equal histories run
 in lockstep, at the same absolute cycles.
 
 So the SMs are grouped into *classes* of equal history; each class is ONE detailed simulation (its
@@ -70,7 +69,6 @@ class _SmClass:
         self.live: set = set()
         self.last_exit = 0.0
         self.first_slots = first_slots
-        self.next_dispatch = 0.0  # earliest start of this SM's next CTA (cta_dispatch_cycles apart)
         self.logged: dict = {}  # cta -> LoggedExecutor (co.make_executor given): what a split replays
         self.sources: dict = {}  # cta -> replay._Source: what the class this one split off from recorded
         for slot in range(first_slots):
@@ -78,12 +76,10 @@ class _SmClass:
 
     def _slot(self, slot: int):
         co, env = self.co, self.env
-        ready = 0.0  # the first wave (gpu.CtaScheduler's rule: relaunch gap, one dispatch per interval)
+        ready = 0.0  # the first wave starts at 0, a freed slot after the relaunch gap (gpu.CtaScheduler)
         while True:
-            start = max(ready, self.next_dispatch)
-            self.next_dispatch = start + co.dispatch_cycles
-            if start > env.now:
-                yield env.timeout(start - env.now)
+            if ready > env.now:
+                yield env.timeout(ready - env.now)
             i = self.requests
             self.requests += 1
             inp = self.inputs[i]  # handed out at the exit, launch_cycles ago
@@ -155,13 +151,11 @@ class Coordinator:
     classify(cta) -> hit class id (called in linear CTA order)."""
 
     def __init__(self, *, num_sms: int, ctas_per_sm: int, num_ctas: int, launch_cycles: float,
-                 make_sm, make_run, after_run, classify, max_cycles=None, limit_hit=None, make_executor=None,
-                 dispatch_cycles: float = 0.0):
+                 make_sm, make_run, after_run, classify, max_cycles=None, limit_hit=None, make_executor=None):
         if not launch_cycles > 0:
             raise NotMemoisable("cta_launch_cycles must be > 0")
         self.num_sms, self.ctas_per_sm, self.num_ctas = num_sms, ctas_per_sm, num_ctas
         self.launch_cycles = float(launch_cycles)
-        self.dispatch_cycles = float(dispatch_cycles)
         self.make_sm, self.make_run, self.after_run = make_sm, make_run, after_run
         self.classify = classify
         self.max_cycles = max_cycles

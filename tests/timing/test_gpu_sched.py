@@ -11,17 +11,16 @@ from hopsim.timing.gpu import CtaScheduler, waves
 GPU = load_gpu("h100_sxm")
 NUM_SMS = int(GPU.spec.num_sms.value)
 LAUNCH = float(GPU.timing.cta_launch_cycles.value)
-DISPATCH = float(GPU.timing.cta_dispatch_cycles.value)
 
 
-def _run(num_ctas, ctas_per_sm, dur, dispatch=0.0):
+def _run(num_ctas, ctas_per_sm, dur):
     env = simpy.Environment()
 
     def cta(sm, slot, c):
         yield env.timeout(dur(c) if callable(dur) else dur)
 
     s = CtaScheduler(env, num_sms=NUM_SMS, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
-                     launch_cycles=LAUNCH, run_cta=cta, dispatch_cycles=dispatch)
+                     launch_cycles=LAUNCH, run_cta=cta)
     env.run(s.done)
     return env.now, s
 
@@ -34,21 +33,6 @@ def test_uniform_ctas_take_waves_times_duration(num_ctas, per_sm):
     assert w == math.ceil(num_ctas / (NUM_SMS * per_sm))
     assert t == w * d + (w - 1) * LAUNCH  # every wave: the CTA; later waves: the relaunch gap too
     assert len(s.placement) == num_ctas
-
-
-@pytest.mark.parametrize("per_sm", [1, 2, 8])
-def test_first_wave_slots_are_dispatched_one_interval_apart(per_sm):
-    _, s = _run(NUM_SMS * per_sm, per_sm, 5000, dispatch=DISPATCH)
-    for cta, (sm, slot, start) in s.placement.items():
-        assert start == slot * DISPATCH
-
-
-def test_short_ctas_are_bound_by_the_dispatch_interval():
-    # 8 slots, CTAs of 10 cycles: a freed slot is ready after 10 + LAUNCH, but the SM accepts one
-    # CTA per DISPATCH; 32 CTAs per SM take 31 intervals + one CTA
-    assert 10 + LAUNCH < 8 * DISPATCH
-    t, _ = _run(32 * NUM_SMS, 8, 10, dispatch=DISPATCH)
-    assert t == 31 * DISPATCH + 10
 
 
 def test_first_wave_is_breadth_first():

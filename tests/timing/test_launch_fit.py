@@ -122,3 +122,18 @@ def test_the_records_show_what_the_loop_models():
     rd = _rec("read_256MiB")["results"]
     assert rd["dirty_event"]["us_median"] > rd["clean_event"]["us_median"] * 1.05
 
+
+
+@pytest.mark.parametrize("grid", [132, 1056, 16384])
+def test_short_ctas_end_at_the_dispatch_bound(grid):
+    """Law: CTAs shorter than the dispatch interval end the grid at (CTAs per SM - 1) intervals;
+    the first wave starts at cycle 0 (no relaunch gap)."""
+    sms = int(GPU.spec.num_sms.value)
+    r = simulate(KERNEL, Launch(grid=(grid, 1, 1), block=(32, 1, 1)), GPU,
+                 executor_factory=lambda c: ScriptedExecutor([[("exit",)]], c), bank_model=scripted_wavefronts,
+                 regs_per_thread=32)
+    bound = (-(-grid // sms) - 1) * T["cta_dispatch_cycles"]
+    single = simulate(KERNEL, Launch(grid=(grid, 1, 1), block=(32, 1, 1)), GPU,
+                      executor_factory=lambda c: ScriptedExecutor([[("exit",)]], c), bank_model=scripted_wavefronts,
+                      regs_per_thread=32, loop="single")
+    assert r.cycles - r.extra["launch_overhead_cycles"] == pytest.approx(max(single.cycles, bound), abs=1)
