@@ -10,8 +10,9 @@
                                port's is counted from `smem_port` (all its clients), see below
     smem_port                  shared-memory port traffic (bytes of LSU wavefronts, wgmma SS
                                operand reads, TMA fills and TMA store reads; port cycles at
-                               128 B/clk): counted only, the timing holds the port for LSU
-                               wavefronts alone (timing/runner.py `_smem_port`)
+                               128 B/clk), and `contention_cycles` the clients lost to each
+                               other when the port is contended (smem_port_bytes_per_cycle > 0;
+                               timing/runner.py `_smem_port`)
     bytes_l2, bytes_hbm        bytes read from global memory that the L2 served / that came from
                                HBM for that read (bytes_l2 + bytes_hbm = bytes loaded; a read
                                merged with another's miss in flight is served by L2: in a GEMM

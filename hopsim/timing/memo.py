@@ -394,7 +394,7 @@ def sm_counters(sm) -> dict:
         "sched": [p.busy for p in sm.sched.pipes], "smem_busy": sm.smem.pipe.busy,
         "smem_wf": sm.smem.wavefronts, "smem_ideal": sm.smem.ideal_wavefronts, "smem_acc": sm.smem.accesses,
         "tensor_busy": sm.tensor.pipe.busy, "flops": sm.tensor.flops, "tensor_ops": sm.tensor.instructions,
-        "operand_bytes": sm.tensor.operand_bytes,
+        "operand_bytes": sm.tensor.operand_bytes, "port_slowed": sm.smem.slowed,
         "tma_issue": sm.tma.issue_pipe.busy, "tma_fill": sm.tma.fill_pipe.busy, "boxes": sm.tma.boxes,
         "tma_ld": sm.tma.bytes_loaded, "tma_st": sm.tma.bytes_stored,
         "l2_busy": link.l2_pipe.busy, "hbm_busy": link.hbm_pipe.busy,
@@ -420,6 +420,7 @@ def add_counters(sm, d: dict) -> None:
     sm.tensor.flops += d["flops"]
     sm.tensor.instructions += d["tensor_ops"]
     sm.tensor.operand_bytes += d["operand_bytes"]
+    sm.smem.slowed += d["port_slowed"]
     sm.tma.issue_pipe.busy += d["tma_issue"]
     sm.tma.fill_pipe.busy += d["tma_fill"]
     sm.tma.boxes += d["boxes"]
@@ -446,7 +447,7 @@ def sm_state(sm, now: float) -> tuple:
     """The SM's units as a CTA starting at `now` sees them: work still queued on each pipe, in
     cycles after `now` (exact: pipes.QUANTUM). Part of the memo key."""
     return (tuple(p.next_free - now if p.next_free > now else 0.0 for p in _pipes(sm))
-            + sm.gld.state(now) + (sm.memory.wb_debt,))
+            + sm.gld.state(now) + (sm.memory.wb_debt,) + sm.tma.port_state(now))
 
 
 def sm_residue(sm, start: float) -> tuple:

@@ -542,24 +542,24 @@ def _busy(sms: dict, links: list, cycles: int) -> dict:
 
 
 def _smem_port(gpu, sms: dict, cycles: int) -> dict:
-    """Shared-memory port traffic, counted (not modelled: only the LSU wavefronts hold the port in
-    the timing; wgmma operand reads and TMA fills/reads do not delay them, docs/hopper-facts.md §3.5).
+    """Shared-memory port traffic. When `smem_port_bytes_per_cycle` > 0 the clients contend in the
+    timing (units.py SmemPort.share: wgmma SS operand reads, TMA fills/store reads and LSU
+    wavefronts share the port; microbench__smemport); else each runs at its own rate.
 
-    Summed over the SMs: `lsu_cycles` (the LSU wavefronts' port time, wavefronts x
-    `smem_cycles_per_wavefront`, as timed), `wgmma_operand_bytes` (SS operands the tensor cores
-    read: A unless in registers, and B, per instruction), `tma_fill_bytes` (TMA loads written),
-    `tma_store_read_bytes` (TMA stores read). The async bytes take the port at the bank array's
-    width, `bytes_per_cycle` = smem_banks x smem_bank_bytes = 128 B/clk per SM ([CPG-SWZ]; the
-    tensor cores' 80-128 B/clk SS reads at full rate need it, docs/hopper-facts.md §7.5). `port_cycles` =
-    lsu_cycles + async bytes / bytes_per_cycle; `busy` = port_cycles / (SMs that ran CTAs x
-    cycles): the mean demand per SM, above 1.0 when the clients together want more than the port
-    gives (the timing does not make them wait for each other)."""
+    Summed over the SMs: `lsu_cycles` (the LSU wavefronts' port time, as timed), `wgmma_operand_bytes`
+    (SS operands the tensor cores read: A unless in registers, and B, per instruction),
+    `tma_fill_bytes` (TMA loads written), `tma_store_read_bytes` (TMA stores read),
+    `contention_cycles` (cycles the clients' services were lengthened by contention). The async
+    bytes are counted at the bank array's width, `bytes_per_cycle` = smem_banks x smem_bank_bytes =
+    128 B/clk per SM ([CPG-SWZ]): `port_cycles` = lsu_cycles + async bytes / bytes_per_cycle;
+    `busy` = port_cycles / (SMs that ran CTAs x cycles): the mean demand per SM at that width."""
     bpc = float(gpu.spec.smem_banks.value) * float(gpu.spec.smem_bank_bytes.value)
     vals = sms.values()
     out = {"lsu_cycles": float(sum(sm.smem.pipe.busy for sm in vals)),
            "wgmma_operand_bytes": int(sum(sm.tensor.operand_bytes for sm in vals)),
            "tma_fill_bytes": int(sum(sm.tma.bytes_loaded for sm in vals)),
            "tma_store_read_bytes": int(sum(sm.tma.bytes_stored for sm in vals)),
+           "contention_cycles": float(sum(sm.smem.slowed for sm in vals)),
            "bytes_per_cycle": bpc}
     async_bytes = out["wgmma_operand_bytes"] + out["tma_fill_bytes"] + out["tma_store_read_bytes"]
     out["port_cycles"] = out["lsu_cycles"] + async_bytes / bpc

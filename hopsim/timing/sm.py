@@ -71,6 +71,7 @@ class SM:
         self.smem = SmemPort(gpu, sm_id, trace, jitter)
         self.tensor = TensorCores(gpu, sm_id, trace, jitter)
         self.tma = TmaUnit(gpu, memory, sm_id, trace, jitter)
+        self.smem.link(self.tensor, self.tma)  # the shared-memory port's clients contend (units.py)
         self.memory = memory
         self.gst = Pipe(f"SM{sm_id}.st.global", trace)  # the SM's store path to L2
         self.gld = GmemRequests(gpu)  # ld.global sectors in flight (bound)
@@ -394,13 +395,17 @@ class CtaRun:
 
     def _wgmma(self, w, eff, issued, smsp, woken):
         """wgmma.mma_async (once per warpgroup): the issue waits for room in the tensor pipe, then
-        takes its issue time; the tensor cores give the completion (FIFO per warpgroup)."""
+        takes its issue time; the tensor cores give the completion (FIFO per warpgroup). A warp
+        waiting for room does not hold its scheduler (the other warps of the SMSP issue meanwhile:
+        microbench__smemport, TMA and LSU warps beside two warpgroups of wgmma)."""
         self.stats[w].wgmma = True
         if eff.complete is None:
             return issued, None
         info = eff.wgmma
         tensor = self.sm.tensor
-        resume = smsp.reserve(tensor.accept(issued), max(1.0, self.c.wgmma_issue * info.n / 128))
+        hold = max(1.0, self.c.wgmma_issue * info.n / 128)
+        room = tensor.accept(issued)
+        resume = smsp.reserve(issued, hold) if room <= issued else room + hold
         t = tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16")
         self._at(t, eff, ("wg", eff.warpgroup))
         if self.inflight is not None:

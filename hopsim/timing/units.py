@@ -23,6 +23,11 @@ from typing import Hashable
 from hopsim.timing.memory import MemorySystem
 from hopsim.timing.pipes import Jitter, Pipe
 
+WAVEFRONT_BYTES = 128
+"""Bytes one shared-memory wavefront moves (32 banks x 4 B, docs/hopper-facts.md §3.2)."""
+FILL_HORIZON = 8192.0
+"""Cycles a finished TMA fill is kept for port queries at earlier times (> the tensor pipe's lookahead)."""
+
 
 class Schedulers:
     """The 4 sub-partition warp schedulers of an SM: one issue slot per cycle each.
@@ -44,13 +49,24 @@ class Schedulers:
 
 
 class SmemPort:
-    """The SM's shared-memory data path for LSU traffic (ld/st.shared, ldmatrix, stmatrix).
+    """The SM's shared-memory data path for LSU traffic (ld/st.shared, ldmatrix, stmatrix), and the
+    port its three clients share (wgmma SS operand reads, TMA fills, LSU wavefronts).
 
     Held `wavefronts * smem_cycles_per_wavefront` cycles per warp instruction (128 B per wavefront,
     docs/hopper-facts.md §3.2); a load's data is back `smem_latency_cycles` after its first wavefront, so
     a w-wavefront access completes at start + w * cpw + (smem_latency_cycles - cpw).
-    Not modelled: arbitration with TMA fills and tensor-core operand reads (§3.5, undocumented).
+
+    Contention (`smem_port_bytes_per_cycle` C > 0, microbench__smemport): when a client starts a
+    service it takes `share(...)`: its own demand (B/cycle it moves alone: LSU 128 / cpw, a TMA box
+    its bytes x `smem_port_tma_weight` over its fill time (weight 0: fills are not on the port),
+    a wgmma its operand bytes x `smem_port_wgmma_weight` over its tensor-pipe time) unless the clients active at that moment want more than C. Then clients of a
+    higher `smem_port_rank_*` keep their demand, and the client gets the rest, shared with the
+    clients of its own rank in proportion to the demands (at least C / 16). Active: LSU while its
+    pipe has wavefronts queued, wgmma while the tensor pipe has work, TMA while a box's fill interval
+    covers the moment. A fluid approximation: the rate is decided when a service starts.
     """
+
+    MIN_SHARE = 1.0 / 16
 
     def __init__(self, gpu, sm_id: int = 0, trace: bool = False, jitter: Jitter | None = None):
         t = gpu.timing
@@ -61,13 +77,72 @@ class SmemPort:
         self.wavefronts = 0
         self.ideal_wavefronts = 0
         self.accesses = 0
+        self.cap = float(t.smem_port_bytes_per_cycle.value)
+        self.contended = False  # until link(): a port alone has no other clients
+        self.wgmma_weight = float(t.smem_port_wgmma_weight.value)
+        self.rank_lsu = float(t.smem_port_rank_lsu.value)
+        self.rank_tma = float(t.smem_port_rank_tma.value)
+        self.rank_wgmma = float(t.smem_port_rank_wgmma.value)
+        self.tma_weight = float(t.smem_port_tma_weight.value)
+        self.lsu_demand = WAVEFRONT_BYTES / self.cpw
+        self.tensor: TensorCores | None = None
+        self.tma: TmaUnit | None = None
+        self.slowed = 0.0  # cycles the clients' services were lengthened by contention (all clients)
+
+    def link(self, tensor: "TensorCores", tma: "TmaUnit") -> None:
+        """The SM's other port clients (their activity slows the LSU and each other)."""
+        self.tensor, self.tma = tensor, tma
+        self.contended = self.cap > 0
+        tensor.port = self if self.contended else None
+        tma.port = self if self.contended and self.tma_weight > 0 else None
+
+    def share(self, rank: float, demand: float, t: float, lsu: bool = True, tma: bool = True,
+              wgmma: bool = True) -> float:
+        """Port B/cycle a client of `rank` wanting `demand` B/cycle gets at time `t`, beside the
+        other clients active then (the flags leave the client itself out)."""
+        hi = eq = 0.0
+        if lsu and self.pipe.next_free > t:
+            if self.rank_lsu > rank:
+                hi += self.lsu_demand
+            elif self.rank_lsu == rank:
+                eq += self.lsu_demand
+        if tma and self.tma.port is not None:
+            d = self.tma.demand_at(t)
+            if d:
+                if self.rank_tma > rank:
+                    hi += d
+                elif self.rank_tma == rank:
+                    eq += d
+        if wgmma:
+            tc = self.tensor
+            if tc.pipe.next_free > t and tc.operand_rate:
+                d = tc.operand_rate * self.wgmma_weight
+                if self.rank_wgmma > rank:
+                    hi += d
+                elif self.rank_wgmma == rank:
+                    eq += d
+        cap = self.cap
+        avail = cap - hi
+        if demand + eq <= avail:
+            return demand
+        floor = cap * self.MIN_SHARE
+        got = avail * demand / (demand + eq) if avail > 0 else 0.0
+        return got if got > floor else floor
 
     def access(self, now: float, wavefronts: int, ideal: int | None = None, label: str = "") -> float:
         wavefronts = max(1, int(wavefronts))
         self.wavefronts += wavefronts
         self.ideal_wavefronts += wavefronts if ideal is None else max(1, int(ideal))
         self.accesses += 1
-        end = self.pipe.reserve(now, wavefronts * self.cpw, label)
+        service = wavefronts * self.cpw
+        if self.contended:
+            start = now if now > self.pipe.next_free else self.pipe.next_free
+            got = self.share(self.rank_lsu, self.lsu_demand, start, lsu=False)
+            if got < self.lsu_demand:
+                slow = wavefronts * WAVEFRONT_BYTES / got
+                self.slowed += slow - service
+                service = slow
+        end = self.pipe.reserve(now, service, label)
         return end + self.jitter(self.latency - self.cpw)
 
     @property
@@ -83,8 +158,10 @@ class TensorCores:
     `spec.tensor_fma_f16_per_cycle_per_sm` cycles (= N/2, docs/hopper-facts.md §7.5); its result is ready
     `timing.wgmma_fixed_latency_cycles` after it leaves the pipe. Instructions of all warpgroups of
     the SM queue on the same pipe in issue order; the pipe holds at most `timing.wgmma_queue_depth`
-    (`accept`: an issue beyond waits until the oldest completes). Not modelled: smem operand bandwidth of SS wgmma
-    (counted in `operand_bytes` only), power throttling, the sparse and fp8/tf32 variants' rates.
+    (`accept`: an issue beyond waits until the oldest completes). SS operand reads share the
+    shared-memory port (`port`, SmemPort.share: a wgmma beside TMA fills / LSU wavefronts that want
+    more than the port gives takes longer). Not modelled: power throttling, the sparse and fp8/tf32
+    variants' rates.
     """
 
     def __init__(self, gpu, sm_id: int = 0, trace: bool = False, jitter: Jitter | None = None):
@@ -97,6 +174,8 @@ class TensorCores:
         self.flops = 0
         self.operand_bytes = 0
         self.instructions = 0
+        self.port: SmemPort | None = None  # set by SmemPort.link when the port is contended
+        self.operand_rate = 0.0  # operand B/cycle of the last queued wgmma (its port demand)
 
     def accept(self, now: float) -> float:
         """Earliest time >= `now` at which the pipe holds fewer than `queue_depth` wgmmas (a
@@ -116,7 +195,18 @@ class TensorCores:
         self.flops += 2 * m * n * k
         self.operand_bytes += operand_bytes
         self.instructions += 1
-        end = self.pipe.reserve(now, self.pipe_cycles(m, n, k), label)
+        cycles = self.pipe_cycles(m, n, k)
+        port = self.port
+        if port is not None and operand_bytes:
+            self.operand_rate = operand_bytes / cycles
+            want = self.operand_rate * port.wgmma_weight
+            start = now if now > self.pipe.next_free else self.pipe.next_free
+            got = port.share(port.rank_wgmma, want, start, wgmma=False)
+            if got < want:
+                slow = cycles * want / got
+                port.slowed += slow - cycles
+                cycles = slow
+        end = self.pipe.reserve(now, cycles, label)
         self._ends.append(end)
         return end + self.jitter(self.fixed_latency)
 
@@ -131,6 +221,8 @@ class TmaUnit:
            -> complete_tx on the mbarrier.
     store: issue stage -> smem read (`tma_bytes_per_cycle`; `.read` completion) -> L2 write
            (write completion).
+    Fills and store reads take the shared-memory port beside wgmma operand reads and LSU
+    wavefronts (`port`, SmemPort.share).
     Not modelled: the number of boxes in flight (unbounded), multicast, im2col, OOB fill cost.
     """
 
@@ -148,6 +240,8 @@ class TmaUnit:
         self.boxes = 0
         self.bytes_loaded = 0
         self.bytes_stored = 0
+        self.port: SmemPort | None = None  # set by SmemPort.link when the port is contended
+        self._fills: deque = deque()  # (start, end, B/cycle) of fills not known finished (contention only)
 
     def load(self, now: float, key: Hashable, nbytes: int, label: str = "", hit: bool | None = None,
              hbm_share: float = 1.0, rows: int = 1) -> float:
@@ -161,15 +255,58 @@ class TmaUnit:
         t, _hit = self.memory.read(t, key, nbytes, hit, hbm_share, rows)
         fill = nbytes / self.fill_bw
         gen = rows * self.row_cycles
-        t = self.fill_pipe.reserve(t, gen if gen > fill else fill, label)
+        if gen > fill:
+            fill = gen
+        if self.port is not None:
+            fill = self._contended_fill(t, nbytes, fill)
+        t = self.fill_pipe.reserve(t, fill, label)
         return t + self.jitter(self.extra_latency)
+
+    def _contended_fill(self, arrival: float, nbytes: int, fill: float) -> float:
+        """The fill time of a box beside the port's other clients active when its fill starts."""
+        port = self.port
+        start = arrival if arrival > self.fill_pipe.next_free else self.fill_pipe.next_free
+        w = port.tma_weight
+        want = w * nbytes / fill
+        got = port.share(port.rank_tma, want, start, tma=False)
+        if got < want:
+            slow = w * nbytes / got
+            port.slowed += slow - fill
+            fill = slow
+        self._fills.append((start, start + fill, w * nbytes / fill))
+        return fill
+
+    def demand_at(self, t: float) -> float:
+        """B/cycle the fills take of the port at time t (0 when no fill covers t). Fills start in
+        FIFO order; those that ended `FILL_HORIZON` cycles before a query are dropped (queries come
+        at a service's start: now, or a queued tensor-pipe start up to its queue ahead)."""
+        fills = self._fills
+        old = t - FILL_HORIZON
+        while fills and fills[0][1] <= old:
+            fills.popleft()
+        for s, e, r in fills:
+            if s > t:
+                return 0.0
+            if e > t:
+                return r
+        return 0.0
+
+    def port_state(self, now: float) -> tuple:
+        """The fills after `now` that the port sees, relative times (the memo key's part; empty
+        when the port is not contended)."""
+        if self.port is None:
+            return ()
+        return tuple((s - now, e - now, r) for s, e, r in self._fills if e > now)
 
     def store(self, now: float, key: Hashable, nbytes: int, label: str = "") -> tuple[float, float]:
         """One box shared -> global; return (smem read done, global write done)."""
         self.boxes += 1
         self.bytes_stored += nbytes
         t = self.issue_pipe.reserve(now, self.issue_cycles, label)
-        read_done = self.fill_pipe.reserve(t, nbytes / self.fill_bw, label)
+        read = nbytes / self.fill_bw
+        if self.port is not None:
+            read = self._contended_fill(t, nbytes, read)
+        read_done = self.fill_pipe.reserve(t, read, label)
         return read_done, self.memory.write(read_done, key, nbytes)
 
     def busy_cycles(self) -> float:

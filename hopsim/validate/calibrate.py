@@ -39,7 +39,8 @@ costs (sass_*_cycles) and the GEMM twins' per-box copy holds (gemm_*_tma_issue_c
 committed SASS x microbench__tma_issue by the rules of hopsim/validate/calibrate_sass.py;
 launch_overhead_ns, launch_per_sm_ns, cta_dispatch_cycles, l2_dirty_fraction and (replacing the rule
 above, whose 1056-CTA grid of 128 threads is one wave, not eight) cta_launch_cycles from the
-launch2 records by those of hopsim/validate/calibrate_launch.py.
+launch2 records by those of hopsim/validate/calibrate_launch.py; the shared-memory port fields
+(smem_port_*) from smemport/microbench__smemport.json by the rules of hopsim/validate/calibrate_smemport.py.
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
 alu_latency_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
@@ -57,6 +58,7 @@ from isa.errors import HopsimError
 from hopsim.validate.calibrate_gmem import derive_gmem
 from hopsim.validate.calibrate_sass import derive_sass
 from hopsim.validate.calibrate_launch import derive_launch
+from hopsim.validate.calibrate_smemport import derive_smemport
 from validation.provenance import RECORDS_DIR, load_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -271,6 +273,7 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     rows = []
     derived = derive(records_dir)
     derived.update(derive_gmem(records_dir or RECORDS_DIR))
+    derived.update(derive_smemport(records_dir or RECORDS_DIR))
     derived.update(derive_sass(_micro(pathlib.Path(records_dir or RECORDS_DIR)), src=_src))
     gpu = load_gpu(calibrated=False)
     wr = derived.get("hbm_write_bytes_per_s", (float(gpu.timing.hbm_write_bytes_per_s.value),))[0]

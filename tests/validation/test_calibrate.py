@@ -52,9 +52,15 @@ def _copy_gmem(d: pathlib.Path) -> None:
         shutil.copy(p, d / "launch2" / p.name)
 
 
+def _copy_smemport(d: pathlib.Path) -> None:
+    (d / "smemport").mkdir(exist_ok=True)
+    shutil.copy(RECORDS_DIR / "smemport" / "microbench__smemport.json", d / "smemport" / "microbench__smemport.json")
+
+
 def test_calibration_reads_microbenchmark_records_only(tmp_path):
     only_micro = _copy(tmp_path, "microbench__*.json")
     _copy_gmem(only_micro)
+    _copy_smemport(only_micro)
     assert [(r.field, r.value) for r in calibrate(only_micro)] == [(r.field, r.value) for r in calibrate()]
     gemm_only = tmp_path / "gemm"
     gemm_only.mkdir()
@@ -87,7 +93,8 @@ def test_every_timing_number_is_sourced_and_measured_ones_name_their_record():
             assert record and (RECORDS_DIR / record.group(0)).exists(), (name, src)
             continue
         assert src.startswith(("measured: microbench__", "measured: gmem/gmem.jsonl",
-                               "measured: launch2/launch2__")), (name, src)
+                               "measured: launch2/launch2__",
+                               "measured: smemport/microbench__smemport.json")), (name, src)
         record = src.split("measured: ", 1)[1].split(" ", 1)[0]
         assert (RECORDS_DIR / record).exists(), (name, record)
 

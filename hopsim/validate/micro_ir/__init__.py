@@ -19,13 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hopsim.validate.compare import MicroRow
-from hopsim.validate.micro_ir import mem, sync, tma, wgmma
+import pathlib
+
+from hopsim.validate.micro_ir import mem, smemport, sync, tma, wgmma
 from validation.provenance import RECORDS_DIR, load_records
 
 FAMILIES: dict[str, Callable[[dict], list[MicroRow]]] = {
     "smem": mem.smem, "mbarrier": sync.mbarrier, "tma_latency": tma.tma_latency, "tma_issue": tma.tma_issue,
     "wgmma": wgmma.wgmma, "wgmma_queue": wgmma.wgmma_queue,
     "wgmma_swizzle": wgmma.wgmma_swizzle, "wgmma_tma": wgmma.wgmma_tma, "global_latency": mem.global_latency,
+    "smemport": smemport.smemport,
 }
 """Family (record name) -> its simulate() comparison, most valuable first."""
 
@@ -41,8 +44,17 @@ FAMILIES_NOT_RUN = {
 }
 
 
+SUBDIRS = ("smemport",)
+"""Record folders below the records directory whose microbench records the families read too."""
+
+
 def records(records_dir=None) -> dict[str, dict]:
-    return {r["name"]: r for r in load_records("microbench", records_dir or RECORDS_DIR)}
+    d = pathlib.Path(records_dir or RECORDS_DIR)
+    recs = {r["name"]: r for r in load_records("microbench", d)}
+    for sub in SUBDIRS:
+        if (d / sub).is_dir():
+            recs.update({r["name"]: r for r in load_records("microbench", d / sub)})
+    return recs
 
 
 def simulate_micro_ir(families=None, records_dir=None) -> dict[str, list[MicroRow]]:
