@@ -7,7 +7,7 @@ reads its RS A fragment (4 x ld.shared.b32 in the wgmma A layout), zeroes the ac
 bar.sync, then `warm` untimed and `iters` timed rounds of [wgmma.fence; L x C wgmma m64nNk16
 (the C accumulators round-robin, the chain unrolled); commit_group; wait_group 0], t0 = clock64 at
 the first timed round (a compare and branch each round, as `if (it == 0)`), t1 = clock64 after;
-thread 0 of each warpgroup stores t0, t1 at times[4 slot]. wgq (micro_wgmma_queue.cu): the
+thread 0 of each warpgroup stores t0, t1 at times[4 slot], slot = cta x warpgroups + warpgroup. wgq (micro_wgmma_queue.cu): the
 same prologue, then rounds of [t0; fence; L wgmmas; t1; commit; wait_group G; t2]. Not mirrored: the accumulator stores
 to `out` after t1 (outside the timed window) and the %globaltimer reads (no ns clock in the IR).
 """
@@ -125,6 +125,9 @@ NOSTAMP:
     and.b32 %r8, %r0, 127;
     setp.eq.u32 %p3, %r8, 0;
     shr.u32 %r9, %r0, 7;
+    mov.u32 %r10, %ctaid.x;
+    shr.u32 %r11, %r2, 7;
+    mad.lo.u32 %r9, %r10, %r11, %r9;
     ld.param.u64 %rd7, [times];
     mul.wide.u32 %rd8, %r9, 32;
     add.u64 %rd9, %rd7, %rd8;

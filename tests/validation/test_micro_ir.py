@@ -19,7 +19,8 @@ from hopsim.validate.micro_ir.mem import smem_kway_cycles
 from hopsim.validate.micro_ir.run import gpu_at, run_kernel
 from hopsim.validate.micro_ir.sync import fanout_wakes
 from hopsim.validate.micro_ir.tma import issue_run, latency_run
-from hopsim.validate.micro_ir.wgmma import queue_cycles, round_cycles, swizzle_cycles
+from hopsim.validate.micro_ir.stream import stream_cycles_per_box
+from hopsim.validate.micro_ir.wgmma import chip_cycles, queue_cycles, round_cycles, swizzle_cycles
 from isa.ir.parser import parse
 
 TARGET = 0.10  # issue 14: microbenchmarks through simulate() within 10% of the H100
@@ -39,6 +40,9 @@ def test_goldens_are_the_records():
     assert REC["wgmma"]["results"]["by_config"]["m64n256k16,f16,f32,SS,C1,WG1"]["round_cycles_by_L"]["16"] == 2126.890625
     assert REC["wgmma_queue"]["results"]["by_config"]["m64n128k16,L8,C1,wait0"]["round_cycles"] == 566.0
     assert REC["wgmma_swizzle"]["results"]["n128_sp64_nn_wg2"] == 511.9825
+    assert REC["tma_width"]["results"]["HBM,w32B,r128,sms1"]["cycles_per_box"] == 128.18570696721312
+    chip = REC["wgmma_chip"]["results"]["by_config"]["m64n256k16,f16,f32,SS,WG2"]
+    assert (chip["sm_cycles_per_wgmma"], chip["effective_sm_clock_mhz"]) == (127.98823322233606, 1656.717085980292)
 
 
 def test_smem_8way_conflict_chase():
@@ -67,6 +71,15 @@ def test_wgmma_queue_round_of_8_on_an_empty_pipe():
 
 def test_wgmma_ktile_two_warpgroups_64b_swizzle_mn_major_b():
     _close(swizzle_cycles(128, 64, True, 2, GPU, iters=100, warm=10), 511.9825)
+
+
+def test_tma_stream_one_sm_hbm_4kb_boxes():
+    """8 boxes of 32-B x 128 rows per round, two rounds in flight, 3904 boxes from HBM."""
+    _close(stream_cycles_per_box("HBM", 16, 128, 8, 3904, 1, gpu_at(1980.0780260825525)), 128.18570696721312)
+
+
+def test_wgmma_all_sms_two_warpgroups_n256():
+    _close(chip_cycles(256, 0, False, 2, gpu_at(1656.717085980292)), 127.98823322233606)
 
 
 CLOCKS = r"""

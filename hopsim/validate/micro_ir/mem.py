@@ -53,7 +53,7 @@ def smem(rec: dict) -> list[MicroRow]:
     return rows
 
 
-def _gchase_cycles(footprint: int, gpu, steps: int = 4096) -> float:
+def gchase_cycles(footprint: int, gpu, steps: int = 4096) -> float:
     """validation/micro_global.py's chain (seeded permutation of 128-B lines); only the links the
     chase visits are written (the rest of the buffer is never read)."""
     nlines = footprint // 128
@@ -84,6 +84,6 @@ def global_latency(rec: dict, max_footprint: int | None = None) -> list[MicroRow
         if max_footprint is not None and kib * 1024 > max_footprint:
             continue
         rows.append(MicroRow(f"ld.global chase, {kib} KiB", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
-                             float(v["cycles"]), _gchase_cycles(kib * 1024, gpu),
+                             float(v["cycles"]), gchase_cycles(kib * 1024, gpu),
                              calibration=kib <= 16384 or kib >= 65536))
     return rows

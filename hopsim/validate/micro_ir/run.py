@@ -63,6 +63,9 @@ class Run:
     result: object
     gmem: GlobalMemory
     gpu: object
+    timed_ctas: frozenset = frozenset()
+    """CTAs whose clock reads were SM cycles: those simulated in detail (with memo=True, a CTA
+    replayed from an equal one runs untimed and its clock reads are the functional counter)."""
 
     def out(self, name: str, dtype):
         return self.gmem.view(name, dtype)
@@ -71,7 +74,11 @@ class Run:
 def run_kernel(kernel, launch: Launch, gmem: GlobalMemory, gpu, values: bool = True, **kw) -> Run:
     """simulate() the kernel with clock reads in SM cycles (`values`: False for timing-only runs,
     e.g. wgmma without the math; a chase needs its data)."""
+    made: list = []
+
     def factory(cta):
-        return ClockedExecutor(kernel, launch, gmem, cta, values=values, checks=False)
+        ex = ClockedExecutor(kernel, launch, gmem, cta, values=values, checks=False)
+        made.append(ex)
+        return ex
     res = simulate(kernel, launch, gpu, gmem=gmem, executor_factory=factory, values=values, **kw)
-    return Run(res, gmem, gpu)
+    return Run(res, gmem, gpu, frozenset(ex.cta_linear for ex in made if ex._now is not None))

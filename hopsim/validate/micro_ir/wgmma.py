@@ -136,3 +136,35 @@ def wgmma_tma(rec: dict) -> list[MicroRow]:
         rows.append(MicroRow(f"TMA stream beside wgmma {cfg}", "(TMA L2 stream, one SM)", float(v["tma_bytes_per_cycle"]),
                              bw, unit="B/cycle"))
     return rows
+
+
+CHIP_ITERS = 64
+"""wgmma_chip: rounds per warpgroup in the simulation (the record runs ~4M cycles: up to 62500
+rounds of 16 wgmmas; the per-wgmma rate of this chain is steady after a few rounds)."""
+
+
+def chip_cycles(n: int, ty: int, rs: bool, nwg: int, gpu, sms: int = 132) -> float:
+    """wgmma_bench (L = 16) on all SMs, one CTA each, in the GEMM's mode (partitioned, memo):
+    clock64 span / (rounds x 16 x warpgroups), median over warpgroups."""
+    gm = GlobalMemory()
+    src = gm.alloc("src", np.random.default_rng(n).integers(0, 1 << 14, size=(8192 + n * 128) // 2).astype(np.uint16))
+    o = gm.alloc("times", np.zeros(4 * nwg * sms, dtype=np.int64))
+    run = run_kernel(wgmma_bench(n, ty, rs, 1, 16, CHIP_ITERS, 2), Launch(grid=sms, block=128 * nwg,
+                     params={"src": src, "times": o}), gm, gpu, values=False, memory="partitioned", memo=True)
+    t = run.out("times", np.int64).reshape(sms, nwg, 4)
+    span = np.concatenate([t[c, :, 1] - t[c, :, 0] for c in sorted(run.timed_ctas)])  # CTAs simulated in detail
+    return float(np.median(span)) / (CHIP_ITERS * 16 * nwg)
+
+
+def wgmma_chip(rec: dict) -> list[MicroRow]:
+    """Cycles per wgmma per SM with every SM busy, at each configuration's measured clock. No
+    calibrated number comes from this record."""
+    rows = []
+    for cfg, v in rec["results"]["by_config"].items():
+        shape, dt, acc, src, wg = cfg.split(",")
+        n = int(shape.split("n")[1].split("k")[0])
+        sim = chip_cycles(n, TY[(dt, acc)], src == "RS", int(wg[2:]), gpu_at(v.get("effective_sm_clock_mhz")),
+                          int(rec["results"].get("num_sms", 132)))
+        rows.append(MicroRow(f"wgmma all SMs {cfg} ({CHIP_ITERS} rounds)", "spec.tensor_fma_f16_per_cycle_per_sm",
+                             float(v["sm_cycles_per_wgmma"]), sim, unit="cycles/wgmma/SM"))
+    return rows
