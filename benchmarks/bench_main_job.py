@@ -26,10 +26,20 @@ split-class replay and the zero-vector rounding shortcut, c02f243 + 0568200; sam
   main_job        37.5-38.1 -> 28.8-29.1 (idle estimate 19 -> 14.5 s; target 8 s: not met)
   clocked point   s1 11.0 -> 6.9, s2 8.6 -> 5.4, s3 9.0 -> 5.9, s4 2.5 -> 2.0, s5 2.4 -> 2.1,
                   s6 3.0 -> 2.6, box8 s2 11.8 -> 9.3, box8 elect 5.6 -> 4.9 (target 3 s: s4-s6 only)
-What is left: a point's clock solve simulates 3-4 clocks and each simulation executes its CTAs
-functionally again (the clock changes only memory cycles, but the interleaving, and so which waits
-block and which warp completes a rendezvous, follows the timing); the tile plan's partial
-zero-time runs of every CTA cost ~0.6 s per point.
+Measured again (shared 2-core machine, load 6-9, CPU seconds, the two runs side by side so both
+saw the same load; model of 8ce5571; before = main 2fc6cf5 with abe06f4, a1fa640, 340af3b and
+2fc6cf5 reverted, after = 2fc6cf5; same cycles simulated): the clock solve extrapolates cycles below
+its lowest simulated clock (hopsim/power/solve.py: 70 -> 61 simulations over 23 points, every
+sustained clock unchanged), the tile plan's partial runs skip warps they do not need, matplotlib
+loads with the first picture:
+  main_job        31.3 -> 23.1 (idle estimate 15.7 -> 11.6 s; target 8 s: not met)
+  clocked point   s1 7.8 -> 5.5 (4 -> 3 simulations), s2 7.9 -> 5.8 (4 -> 3), s3 6.5 -> 4.3 (3 -> 2),
+                  s4 2.3 -> 1.5 (3 -> 2), s5 2.3 -> 1.9, s6 2.4 -> 1.9, box8 s2 6.3 -> 6.0 (1: boost is
+                  within the limits since 8ce5571), box8 elect 4.1 -> 3.7 (2 -> 2; measured
+                  alone at load 6 after the prior took the producer's TMA issue holds as SM work)
+What is left: a simulation of s1-s3 (2-3 CTAs per SM, hopsim/timing/smclass.py) costs ~1.7 s, and
+each clock re-executes every class (the functional executor ~40%, the re-run of a split class's
+history ~25%); the first simulation of a point adds ~0.5 s (tile plan and dispatch arrays).
 """
 
 from __future__ import annotations

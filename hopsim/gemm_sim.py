@@ -190,11 +190,29 @@ def clock_fields(run: GemmRun) -> dict:
                       "governor_reaction_s": sol.reaction_s}}
 
 
+#: Warp waits on SM-clock work (cycles that do not shrink as the SM clock falls): ALU latency, the
+#: issuing thread's TMA and wgmma holds, wgmma sync and wait_group (the tensor cores), try_wait
+#: round trips, bar.sync (hopsim/timing/sm.py wait names). The rest (mbarrier waits for TMA data,
+#: gmem) waits on L2/HBM, whose latency and bandwidth are fixed in ns and bytes/s.
+SM_CLOCK_WAITS = ("alu_latency", "tma_issue", "wgmma_issue", "wgmma_sync", "mbarrier_try_wait",
+                  "wgmma.wait_group")
+
+
 def sm_share(res) -> float:
     """The clock solve's prior (hopsim/power/solve.py): the share of a GEMM's cycles at the boost
-    clock that are SM-clock work, taken as the tensor pipe's busy share (the wgmma work is a fixed
-    number of SM cycles; the rest is mostly waiting on TMA loads, whose latency is in ns)."""
-    return float(res.busy.get("tensor", 1.0))
+    clock that are SM-clock work: the larger of the tensor pipe's busy share (the wgmma work is a
+    fixed number of SM cycles) and, for the busiest warp role, its issue cycles plus its waits on
+    SM-clock work (`SM_CLOCK_WAITS`, bar.sync) over its lifetime (a launch bound by the TMA issue
+    hold of its producer warp is SM-bound even with idle tensor cores)."""
+    best = float(res.busy.get("tensor", 1.0))
+    for role in (res.roles or {}).values():
+        life = role.get("lifetime", 0)
+        if life > 0:
+            waits = role.get("wait", {})
+            sm = role.get("issue", 0) + sum(v for k, v in waits.items()
+                                            if k in SM_CLOCK_WAITS or k.startswith("bar.sync"))
+            best = max(best, sm / life)
+    return min(1.0, best)
 
 
 def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained", *, mode: str = "auto",

@@ -19,8 +19,8 @@ The solve (at most `MAX_SIMS` simulations; usually 2: the boost clock and the ch
        - between two simulated clocks: linear interpolation (the chord);
        - below the lowest simulated clock f_0: the affine line through it with slope
            the prior (1 - s) * cycles(f_b) / f_b, where s = `sm_share(boost result)` is the share
-             of the boost cycles that are SM-clock work (given by the caller, e.g. a GEMM's
-             tensor-busy share; without one: no prior);
+             of the boost cycles that are SM-clock work (given by the caller: a GEMM's is
+             hopsim/gemm_sim.py `sm_share`, tensor-busy or SM-clock warp share; else no prior);
            with two or more simulated clocks, the smaller of the prior and the secant of the two
              lowest (measured cycles(f) is convex: its slope shrinks as f falls and the launch
              turns SM-bound, so the secant over-estimates the slope below it);

@@ -116,3 +116,15 @@ def test_a_launch_within_the_limits_at_boost_takes_one_simulation():
     solver, calls = _solver(_affine(1e6, 0.0), ev, share=0.5)
     sol = solver.solve()
     assert calls == [FB] and sol.sustained.mhz == FB and sol.limit is None
+
+
+def test_gemm_prior_share_is_a_fraction_at_least_the_tensor_busy_share():
+    from hopsim.gemm_sim import sm_share
+    role = {"lifetime": 1000, "issue": 100, "wait": {"tma_issue": 500, "mbarrier 0x0": 300, "bar.sync 0": 50}}
+    res = SimpleNamespace(busy={"tensor": 0.4}, roles={"producer": role, "consumer": {
+        "lifetime": 1000, "issue": 50, "wait": {"mbarrier 0x8": 900}}})
+    assert sm_share(res) == pytest.approx(0.65)            # producer: (100 + 500 + 50) / 1000
+    res.busy["tensor"] = 0.9
+    assert sm_share(res) == pytest.approx(0.9)
+    res.roles["producer"]["wait"]["wgmma_sync"] = 10_000    # waits beyond the lifetime: capped at 1
+    assert sm_share(res) == 1.0
