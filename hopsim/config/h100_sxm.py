@@ -36,6 +36,8 @@ class H100Spec(ParamGroup):
     hbm_bytes: Param = P(85899345920, "bytes", "HBM3 capacity (80 GiB)", "spec: [LOCKWOOD]")
     hbm_peak_bytes_per_s: Param = P(3.35e12, "bytes/s", "HBM3 datasheet bandwidth", "spec: [LOCKWOOD]")
     tensor_fma_f16_per_cycle_per_sm: Param = P(2048, "FMA/cycle/SM", "dense f16/bf16 tensor-core rate (4096 FLOP/clk/SM)", "spec: [FORUM-244727]; 989.4e12 / (132 * 4096 * 1.83e9) = 1.00")
+    mufu_results_per_clock_per_sm: Param = P(16, "results/cycle/SM", "special-function (MUFU) results per clock per SM: 32-bit rcp, rsqrt, lg2 (__log2f), ex2 (exp2f), sin, cos; a warp instruction holds its sub-partition's pipe 32 / (16 / 4) = 8 cycles", "spec: [CPG-ARITH] compute capability 9.0 column")
+    shfl_results_per_clock_per_sm: Param = P(32, "results/cycle/SM", "warp shuffle results per clock per SM; a shfl.sync holds its sub-partition's pipe 32 / (32 / 4) = 4 cycles", "spec: [CPG-ARITH] compute capability 9.0 column")
     tensor_clock_mhz: Param = P(1830, "MHz", "clock behind NVIDIA's 989.4 TFLOP/s dense f16 figure", "spec: [LOCKWOOD]")
 
 
@@ -43,6 +45,8 @@ class H100Timing(ParamGroup):
     """Timing parameters of the model (SM cycles unless the unit says otherwise)."""
 
     issue_cycles: Param = P(1, "cycles", "issue slot of one warp instruction at its sub-partition scheduler", "spec: one warp instruction per clock per scheduler [NV-INDEPTH]")
+    mufu_latency_cycles: Param = P(18, "cycles", "dependent-use latency of a MUFU instruction (ex2/rcp.approx): from its start on the sub-partition's MUFU pipe to its result being readable", "assumed: no H100 microbenchmark in validation/records/h100 and none in [LUO24]/[LUO25]; above the 8-cycle pipe occupancy, until a microbenchmark measures it")
+    shfl_latency_cycles: Param = P(24, "cycles", "dependent-use latency of a shfl.sync: from its start on the sub-partition's shuffle pipe to its result being readable", "assumed: no H100 microbenchmark in validation/records/h100 and none in [LUO24]/[LUO25]; until a microbenchmark measures it")
     alu_latency_cycles: Param = P(4, "cycles", "dependent-issue latency of integer/float ALU instructions", "assumed: typical sm80/sm90 value, not measured here")
     smem_latency_cycles: Param = P(29, "cycles", "ld.shared latency of a conflict-free access (one wavefront)", "literature: [LUO24] Table IV, H800 PCIe p-chase")
     smem_cycles_per_wavefront: Param = P(1, "cycles", "shared-memory data-path time per wavefront (128 B/clk)", "spec: [CPG-SWZ] 32 banks x 4 B per clock")

@@ -327,9 +327,10 @@ class CTAExecutor:
         ops = self.prog.ops
         op = ops[ws.pc]
         try:
-            if op.kind == Kind.ALU:
+            if op.kind in Kind.REGISTER:  # a run of ALU ops, or one MUFU/SHFL op (its own timing class)
                 n = 0
                 first = op
+                alone = op.kind != Kind.ALU
                 check = self.checker.active
                 lanes = ws.nactive
                 while True:
@@ -350,12 +351,12 @@ class CTAExecutor:
                         reconverge(ws)
                         break
                     op = ops[ws.pc]
-                    if n >= batch or op.kind != Kind.ALU:
+                    if alone or n >= batch or op.kind != Kind.ALU:
                         break
                     if stop is not None and (op.rows & stop or op.guard_row in stop):
                         break
                 self.issued += n
-                return Effect(kind=Kind.ALU, warp=w, index=first.index, instr=first.instr, count=n,
+                return Effect(kind=first.kind, warp=w, index=first.index, instr=first.instr, count=n,
                               lanes=lanes, resumed=resumed)
             mask = ws.active if op.guard_row is None else self._mask(op, ws)
             if self.checker.active and op.check_regs:

@@ -110,7 +110,7 @@ def run_cta(ex: CTAExecutor, stats: RunStats | None = None, *, batch: int = 64, 
                     break
                 if eff.kind == Kind.MBAR_TEST and eff.extra.get("ready") is False:
                     break  # a failed test_wait: the warp is polling; let the others (and async ops) move
-                if eff.kind != Kind.ALU or eff.resumed:
+                if eff.kind not in Kind.REGISTER or eff.resumed:
                     progressed = True
                 steps += eff.count
                 if steps > SPIN_LIMIT:

@@ -22,6 +22,10 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
                            write's wavefronts when the data arrives; eff.complete() then; the warp
                            goes on after issue
       wgmma             -> TensorCores give the completion time; eff.complete() runs then
+      ex2/rcp (MUFU),   -> the warp's sub-partition pipe of that class is held 32 / (results per
+      shfl.sync (SHFL)     clock per SM / 4) cycles per instruction (FIFO: 8 for MUFU, 4 for SHFL,
+                           [CPG-ARITH]); the warp goes on when the pipe has taken it and its
+                           destination registers are scoreboarded until start + the class latency
       fired keys        -> wake the waiters of those events (+ wake-up latency from the config)
 
 Warp w of a CTA issues on sub-partition w % 4 (assumption: the mapping is undocumented,
@@ -74,6 +78,9 @@ class SM:
         self.smem.link(self.tensor, self.tma)  # the shared-memory port's clients contend (units.py)
         self.memory = memory
         self.gst = Pipe(f"SM{sm_id}.st.global", trace)  # the SM's store path to L2
+        n = self.sched.n  # one special-function and one shuffle pipe per sub-partition
+        self.mufu = [Pipe(f"SM{sm_id}.SMSP{i}.MUFU", trace) for i in range(n)]
+        self.shfl = [Pipe(f"SM{sm_id}.SMSP{i}.SHFL", trace) for i in range(n)]
         self.gld = GmemRequests(gpu)  # ld.global sectors in flight (bound)
         self.gmem_requests = 0  # ld/st.global L2 requests (128-B lines touched per warp access)
         self.gmem_sectors = 0  # 32-B sectors those requests move
@@ -171,6 +178,11 @@ class _Consts:
         self.bar_sync = float(t.bar_sync_cycles.value)
         self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
         self.banks = int(gpu.spec.smem_banks.value)
+        per_smsp = float(gpu.spec.num_subpartitions.value)
+        self.mufu_occupancy = 32.0 / (float(gpu.spec.mufu_results_per_clock_per_sm.value) / per_smsp)
+        self.shfl_occupancy = 32.0 / (float(gpu.spec.shfl_results_per_clock_per_sm.value) / per_smsp)
+        self.mufu_latency = float(t.mufu_latency_cycles.value)
+        self.shfl_latency = float(t.shfl_latency_cycles.value)
         self.bank_bytes = int(gpu.spec.smem_bank_bytes.value)
 
 
@@ -198,7 +210,9 @@ class CtaRun:
         prog = getattr(ex, "prog", None)  # scripted test executors have none: no scoreboard
         self.ops = prog.ops if prog is not None else None
         self.gld_dst = load_destinations(prog) if prog is not None else None
+        self.reg_dst = unit_destinations(prog) if prog is not None else None
         self.pend: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: row -> cycle its load data is back
+        self.pend_why: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: row -> "mufu"/"shfl" (else a load)
         bind = getattr(ex, "bind_clock", None)  # an executor that reads %clock64 as this SM's cycle
         if bind is not None:  # (hopsim/validate/micro_ir: microbenchmarks timed by their clock reads)
             bind(lambda: env.now)
@@ -272,9 +286,10 @@ class CtaRun:
                 if need > env.now:
                     t0 = env.now
                     yield env.timeout(-(-need // 1) - t0)
-                    st.add_wait("gmem", env.now - t0)
+                    what = self._pending_reason(w, need)
+                    st.add_wait(what, env.now - t0)
                     if slices is not None:
-                        slices.append((t0, env.now, "wait scoreboard (ld.global)"))
+                        slices.append((t0, env.now, f"wait scoreboard ({'ld.global' if what == 'gmem' else what})"))
                     self._scoreboard(w, pend, env.now)
                 if pend:
                     stop = frozenset(pend)
@@ -308,8 +323,11 @@ class CtaRun:
     def _scoreboard(self, w: int, pend: dict, now: float) -> float:
         """Drop the loads of warp w whose data is back by `now`; return when the warp's next
         instruction may issue: the latest pending row it touches (all of them before a DRAIN)."""
+        why = self.pend_why[w]
         for r in [r for r, t in pend.items() if t <= now]:
             del pend[r]
+            if why:
+                why.pop(r, None)
         if not pend:
             return now
         op = self.ops[self.ex.warps[w].pc]
@@ -324,6 +342,15 @@ class CtaRun:
         if g is not None and pend.get(g, 0.0) > need:
             need = pend[g]
         return need
+
+    def _pending_reason(self, w: int, need: float) -> str:
+        """What a scoreboard wait until `need` waits for: "mufu"/"shfl" when a row of that class is
+        pending until then, else "gmem" (a load)."""
+        pend = self.pend[w]
+        for r, what in self.pend_why[w].items():
+            if pend.get(r) == need:
+                return what
+        return "gmem"
 
     def _blocked(self, st: WarpStats, eff, now: float):
         """The warp waits on an event (mbarrier phase, bar.sync, rendezvous, wait_group)."""
@@ -421,10 +448,42 @@ class CtaRun:
         if rows is None:
             return done, "gmem"
         pend = self.pend[w]
+        why = self.pend_why[w]
         for r in rows:
             if pend.get(r, 0.0) < done:
                 pend[r] = done
+                if why:
+                    why.pop(r, None)
         return issued, None
+
+    def _mufu(self, w, eff, issued, smsp, woken):
+        """ex2/rcp.approx: the sub-partition's MUFU pipe (`_unit_op`)."""
+        c = self.c
+        return self._unit_op(self.sm.mufu, c.mufu_occupancy, c.mufu_latency, "mufu", w, eff, issued)
+
+    def _shfl(self, w, eff, issued, smsp, woken):
+        """shfl.sync: the sub-partition's shuffle pipe (`_unit_op`)."""
+        c = self.c
+        return self._unit_op(self.sm.shfl, c.shfl_occupancy, c.shfl_latency, "shfl", w, eff, issued)
+
+    def _unit_op(self, pipes, occupancy: float, latency: float, what: str, w, eff, issued):
+        """A register op on a per-sub-partition pipe: it reaches the pipe of warp w's sub-partition
+        when its issue slot starts and holds it `occupancy` cycles (FIFO: the pipe's throughput);
+        the warp goes on once the pipe has taken it (it stalls while the pipe is busy) and its
+        destination rows are scoreboarded until start + `latency`. Without a compiled program
+        (scripted executors) the warp waits for the result instead."""
+        end = pipes[w % len(pipes)].reserve(issued - self.c.issue, occupancy, what)
+        start = end - occupancy
+        ready = start + latency
+        rows = None if self.reg_dst is None else self.reg_dst.get(eff.index)
+        if rows is None:
+            return ready, what
+        pend, why = self.pend[w], self.pend_why[w]
+        for r in rows:
+            if pend.get(r, 0.0) < ready:
+                pend[r] = ready
+                why[r] = what
+        return start + self.c.issue, what
 
     def _cp_async(self, w, eff, issued, smsp, woken):
         """cp.async: the global read as ld.global (`_global`: L2/HBM per 128-B line); when the data
@@ -510,6 +569,7 @@ _HANDLERS = {
     Kind.CP_ASYNC: CtaRun._cp_async,
     Kind.MBAR_WAIT: CtaRun._mbar_wait,
     Kind.WGMMA_WAIT: CtaRun._wgmma_wait,
+    Kind.MUFU: CtaRun._mufu, Kind.SHFL: CtaRun._shfl,
 }
 """Timing class (Effect.kind) -> cost handler of `CtaRun`; any other class: `CtaRun._other`.
 (EXIT ends the warp's loop in `_warp`.)"""
@@ -522,6 +582,17 @@ def load_destinations(prog) -> dict:
     if got is None:
         got = {op.index: op.rows_written for op in prog.ops if op.kind == Kind.LD_GLOBAL and op.rows_written}
         prog._gld_dst = got
+    return got
+
+
+def unit_destinations(prog) -> dict:
+    """Body index of each MUFU/SHFL op of a compiled program -> its destination register rows
+    (scoreboarded until the op's latency has passed; cached on the program)."""
+    got = getattr(prog, "_unit_dst", None)
+    if got is None:
+        got = {op.index: op.rows_written for op in prog.ops
+               if op.kind in (Kind.MUFU, Kind.SHFL) and op.rows_written}
+        prog._unit_dst = got
     return got
 
 

@@ -18,7 +18,9 @@ class Kind:
     layer stamps it on each compiled op and the timing layer dispatches on it. The per-opcode
     cost inside a class is the timing layer's business."""
 
-    ALU = "alu"                 # register-only: mov/add/.../fma/setp/selp/cvt/elect.sync/shfl/vote/redux.sync/ld.param/bra/fences
+    ALU = "alu"                 # register-only: mov/add/.../fma/setp/selp/cvt/elect.sync/vote/redux.sync/ld.param/bra/fences
+    MUFU = "mufu"               # register-only on the special-function unit: ex2/rcp (.approx)
+    SHFL = "shfl"               # register-only through the warp shuffle unit: shfl.sync
     LD_SHARED = "ld_shared"
     ST_SHARED = "st_shared"
     LDMATRIX = "ldmatrix"
@@ -50,4 +52,5 @@ class Kind:
     EXIT = "exit"
 
     ASYNC = frozenset({TMA_LOAD, TMA_STORE, WGMMA})
+    REGISTER = frozenset({ALU, MUFU, SHFL})  # register-only classes: their fn returns None or a branch target
     COLLECTIVE = frozenset({WGMMA_FENCE, WGMMA, WGMMA_COMMIT, WGMMA_WAIT, SETMAXNREG})

@@ -77,7 +77,7 @@ def test_parse_print_round_trip(text):
 
 
 def test_declarations_and_builder():
-    assert Ex2.timing_class == Kind.ALU and Rcp.timing_class == Kind.ALU
+    assert Ex2.timing_class == Kind.MUFU and Rcp.timing_class == Kind.MUFU  # the special-function pipe
     b = KernelBuilder("k")
     f = b.reg("f32")
     g = b.reg("f32")

@@ -378,10 +378,10 @@ class _ApproxF32(Instruction):
     .f16/.bf16/.f64 forms are not modelled). `.ftz` flushes subnormal inputs and results to
     sign-preserving zero.
 
-    Timing class ALU: issued like any register op; per-opcode latency/throughput (the MUFU pipe)
-    come later from microbenchmarks, not from this declaration."""
+    Timing class MUFU: the sub-partition's special-function pipe (its throughput and latency are
+    the timing layer's config: `mufu_results_per_clock_per_sm`, `mufu_latency_cycles`)."""
 
-    timing_class: ClassVar[str] = Kind.ALU
+    timing_class: ClassVar[str] = Kind.MUFU
     modifiers: ClassVar = (Slot(None, ("approx",)), Slot("ftz", ("ftz",), flag=True),
                            Slot("type", ("f32",), what="type", checked=True))
     operand_spec: ClassVar = (Opnd("dst", REG, rt="type"), Opnd("a", VAL, rt="type"))

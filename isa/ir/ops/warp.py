@@ -58,7 +58,7 @@ class ShflSync(Instruction):
     inside the clamp/segment, else the lane keeps its own `a` and p is false."""
 
     mnemonic: ClassVar[str] = "shfl.sync"
-    timing_class: ClassVar[str] = Kind.ALU
+    timing_class: ClassVar[str] = Kind.SHFL
     rule: ClassVar[str] = "PTX ISA, shfl.sync: shfl.sync.{up,down,bfly,idx}.b32 d[|p], a, b, c, membermask"
     modifiers: ClassVar = (Slot("mode", SHFL_MODES, what="mode", checked=True),
                            Slot("type", ("b32",), what="type", checked=True))
