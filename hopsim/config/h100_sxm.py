@@ -45,7 +45,7 @@ class H100Timing(ParamGroup):
     """Timing parameters of the model (SM cycles unless the unit says otherwise)."""
 
     issue_cycles: Param = P(1, "cycles", "issue slot of one warp instruction at its sub-partition scheduler", "spec: one warp instruction per clock per scheduler [NV-INDEPTH]")
-    mufu_latency_cycles: Param = P(18, "cycles", "dependent-use latency of a MUFU instruction (ex2/rcp.approx): from its start on the sub-partition's MUFU pipe to its result being readable", "assumed: no H100 microbenchmark in validation/records/h100 and none in [LUO24]/[LUO25]; above the 8-cycle pipe occupancy, until a microbenchmark measures it")
+    mufu_latency_cycles: Param = P(23, "cycles", "dependent-use latency of a MUFU instruction (ex2/rcp.approx): from its start on the sub-partition's MUFU pipe to its result being readable", "literature: [ACCELSIM-H100] sfu latency 23, initiation interval 8 (a simulator's H100 config, not a measurement; no H100 microbenchmark in validation/records/h100, none in [LUO24]/[LUO25])")
     shfl_latency_cycles: Param = P(24, "cycles", "dependent-use latency of a shfl.sync: from its start on the sub-partition's shuffle pipe to its result being readable", "assumed: no H100 microbenchmark in validation/records/h100 and none in [LUO24]/[LUO25]; until a microbenchmark measures it")
     alu_latency_cycles: Param = P(4, "cycles", "dependent-issue latency of integer/float ALU instructions", "assumed: typical sm80/sm90 value, not measured here")
     smem_latency_cycles: Param = P(29, "cycles", "ld.shared latency of a conflict-free access (one wavefront)", "literature: [LUO24] Table IV, H800 PCIe p-chase")
