@@ -95,6 +95,7 @@ class SmemPort:
         self.contended = self.cap > 0
         tensor.port = self if self.contended else None
         tma.port = self if self.contended and self.tma_weight > 0 else None
+        tma.tensor = tensor if tma.fill_charge > 0 else None
 
     def share(self, rank: float, demand: float, t: float, lsu: bool = True, tma: bool = True,
               wgmma: bool = True) -> float:
@@ -176,6 +177,7 @@ class TensorCores:
         self.instructions = 0
         self.port: SmemPort | None = None  # set by SmemPort.link when the port is contended
         self.operand_rate = 0.0  # operand B/cycle of the last queued wgmma (its port demand)
+        self.debt = 0.0  # tensor-pipe cycles TMA fills charged, taken by the next wgmma (TmaUnit.load)
 
     def accept(self, now: float) -> float:
         """Earliest time >= `now` at which the pipe holds fewer than `queue_depth` wgmmas (a
@@ -206,6 +208,11 @@ class TensorCores:
                 slow = cycles * want / got
                 port.slowed += slow - cycles
                 cycles = slow
+        if self.debt:
+            cycles += self.debt
+            if port is not None:
+                port.slowed += self.debt
+            self.debt = 0.0
         end = self.pipe.reserve(now, cycles, label)
         self._ends.append(end)
         return end + self.jitter(self.fixed_latency)
@@ -222,7 +229,9 @@ class TmaUnit:
     store: issue stage -> smem read (`tma_bytes_per_cycle`; `.read` completion) -> L2 write
            (write completion).
     Fills and store reads take the shared-memory port beside wgmma operand reads and LSU
-    wavefronts (`port`, SmemPort.share).
+    wavefronts (`port`, SmemPort.share). A fill issued while the tensor pipe has work charges it
+    `smem_port_fill_tensor_cycles_per_kib` per KiB (added to the next wgmma: microbench__smemport,
+    wgmma beside a TMA stream; the tensor pipe's work when the box lands is not known at issue).
     Not modelled: the number of boxes in flight (unbounded), multicast, im2col, OOB fill cost.
     """
 
@@ -242,6 +251,8 @@ class TmaUnit:
         self.bytes_stored = 0
         self.port: SmemPort | None = None  # set by SmemPort.link when the port is contended
         self._fills: deque = deque()  # (start, end, B/cycle) of fills not known finished (contention only)
+        self.fill_charge = float(t.smem_port_fill_tensor_cycles_per_kib.value) / 1024.0  # tensor cycles per byte
+        self.tensor: TensorCores | None = None  # set by SmemPort.link when fills charge the tensor pipe
 
     def load(self, now: float, key: Hashable, nbytes: int, label: str = "", hit: bool | None = None,
              hbm_share: float = 1.0, rows: int = 1) -> float:
@@ -259,6 +270,11 @@ class TmaUnit:
             fill = gen
         if self.port is not None:
             fill = self._contended_fill(t, nbytes, fill)
+        tc = self.tensor
+        if tc is not None and tc.pipe.next_free > now:
+            # issued while wgmmas run (the wgmmas that run when it lands are not issued yet): they
+            # lose bank time to the fill
+            tc.debt += nbytes * self.fill_charge
         t = self.fill_pipe.reserve(t, fill, label)
         return t + self.jitter(self.extra_latency)
 
@@ -292,11 +308,12 @@ class TmaUnit:
         return 0.0
 
     def port_state(self, now: float) -> tuple:
-        """The fills after `now` that the port sees, relative times (the memo key's part; empty
-        when the port is not contended)."""
+        """The fills after `now` that the port sees, relative times, and the tensor pipe's pending
+        fill charge (the memo key's part; empty when neither applies)."""
+        debt = (self.tensor.debt,) if self.tensor is not None and self.tensor.debt else ()
         if self.port is None:
-            return ()
-        return tuple((s - now, e - now, r) for s, e, r in self._fills if e > now)
+            return debt
+        return tuple((s - now, e - now, r) for s, e, r in self._fills if e > now) + debt
 
     def store(self, now: float, key: Hashable, nbytes: int, label: str = "") -> tuple[float, float]:
         """One box shared -> global; return (smem read done, global write done)."""

@@ -10,12 +10,13 @@ is *slowed* in a configuration when its rate there is more than NOISE below its 
 | smem_port_bytes_per_cycle | over the wgmma + LSU pairs (wgmma1/wgmma2 with ld, st, stmatrix) in which the LSU stream is slowed: the median of wgmma operand B/cycle + LSU B/cycle there (the LSU takes what the operand reads leave); 0 when no LSU stream is slowed |
 | smem_port_rank_wgmma | 1 when wgmma is slowed in none of those pairs (the operand reads keep their rate), else 0 |
 | smem_port_rank_lsu | 0 |
+| smem_port_fill_tensor_cycles_per_kib | over the wgmma + TMA pairs (wgmma1/wgmma2 + tma): the median of (cycles per wgmma there - alone) / (KiB the TMA stream filled per wgmma there = TMA B/cycle x paired cycles per wgmma / 1024) |
 | smem_port_tma_weight | 0 when TMA and LSU slow neither stream of the tma + ld/st/stmatrix pairs AND wgmma + TMA + LSU together (the triple) move more than smem_port_bytes_per_cycle: fills are not on the port; else 1 |
 
 smem_port_wgmma_weight stays at its default (1: every SS operand byte through the port) and
 smem_port_rank_tma is not read while the TMA weight is 0. The record's wgmma + TMA pairs slow both
-streams (wgmma ~7%, TMA ~30%) by a mechanism this port does not model (reported by the
-microbenchmark fit, hopsim/validate/micro_ir/smemport.py).
+streams (wgmma ~7%, TMA ~30%): the wgmma side is the fill charge above; the TMA side is not modelled
+(reported by the microbenchmark fit, hopsim/validate/micro_ir/smemport.py).
 
 Not read: GEMM records (the held-out set).
 """
@@ -91,6 +92,16 @@ def derive_smemport(records_dir: pathlib.Path) -> dict[str, tuple[float, str]]:
     out["smem_port_rank_lsu"] = (0.0, where + "the LSU streams are the ones slowed beside wgmma: rank 0")
     tl = _pair_rows(by, ("tma",), ("ld", "st", "stmatrix"))
     tl_slow = max((alone(s) / row[rate_key(s)] for _c, _t, x, row in tl for s in ("tma", x)), default=1.0)
+    tw = _pair_rows(by, ("wgmma1", "wgmma2"), ("tma",))
+    per_kib = {}
+    for cfg, w, _t, row in tw:
+        alone_cyc, cyc = by[f"{w}|1sm"]["wgmma_cycles_per_op"], row["wgmma_cycles_per_op"]
+        kib = row["tma_bytes_per_cycle"] * cyc / 1024
+        per_kib[cfg] = (cyc - alone_cyc) / kib
+    if per_kib:
+        out["smem_port_fill_tensor_cycles_per_kib"] = (statistics.median(per_kib.values()), where + (
+            "median over the wgmma + TMA pairs of (cycles per wgmma paired - alone) / KiB filled per wgmma (" +
+            ", ".join(f"{c} {v:.3f}" for c, v in sorted(per_kib.items())) + ")"))
     triples = {k.split("|")[0]: sum(v[rate_key(x)] for x in k.split("|")[0].split("+"))
                for k, v in by.items() if k.endswith("|1sm") and k.count("+") == 2 and "tma" in k}
     off = bool(tl and triples and tl_slow <= 1 / (1 - NOISE) and all(v > cap for v in triples.values()))

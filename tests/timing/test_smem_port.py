@@ -107,3 +107,31 @@ def test_tma_weight_zero_takes_fills_off_the_port():
     tma._fills.append((0.0, 1000.0, 100.0))  # ignored: fills are not port clients
     tc.mma(0.0, 64, 256, 16, 10240)
     assert tc.pipe.next_free == 128.0
+
+
+def _fill(tma, nbytes=16384):
+    """A TMA box load at cycle 0 whose data is in L2 (the fill starts when the L2 read returns)."""
+    return tma.load(0.0, ("box", 0), nbytes, hit=True, rows=128)
+
+
+def test_fill_charges_the_running_tensor_pipe_per_kib():
+    _gpu, _port, tc, tma = units(smem_port_bytes_per_cycle=0, smem_port_fill_tensor_cycles_per_kib=2.0)
+    assert tma.tensor is tc
+    for _ in range(64):  # 64 x 128 cycles of queued wgmmas: busy when the fill is issued
+        tc.mma(0.0, 64, 256, 16, 10240)
+    _fill(tma)
+    assert tc.debt == pytest.approx(16384 / 1024 * 2.0)  # 32 cycles
+    before = tc.pipe.next_free
+    tc.mma(0.0, 64, 256, 16, 10240)
+    assert tc.pipe.next_free == pytest.approx(before + 128.0 + 32.0) and tc.debt == 0.0
+
+
+def test_fill_on_an_idle_tensor_pipe_or_charge_off_costs_nothing():
+    _gpu, _port, tc, tma = units(smem_port_bytes_per_cycle=0, smem_port_fill_tensor_cycles_per_kib=2.0)
+    _fill(tma)
+    assert tc.debt == 0.0
+    _gpu, _port, tc, tma = units(smem_port_bytes_per_cycle=0, smem_port_fill_tensor_cycles_per_kib=0.0)
+    assert tma.tensor is None
+    tc.mma(0.0, 64, 256, 16, 10240)
+    _fill(tma)
+    assert tc.debt == 0.0
