@@ -272,7 +272,7 @@ LEND:
 
 
 def smemport(roles: int, window: int, rows: int, warm_l2: bool = True):
-    """The kernel for one configuration (role mask as validation/micro_smemport.roles_of)."""
+    """The kernel for one configuration (role mask as roles_of in validation/micro_smemport.py)."""
     if roles & ROLE_WG1 and not roles & ROLE_WG0:
         raise ValueError(f"roles {roles}: warpgroup 1 without warpgroup 0 is not a configuration")
     text = f""".kernel smemport_r{roles}

@@ -2,7 +2,7 @@
 (kernels/micro/smemport.py), timed by its clock64 reads, vs microbench__smemport (one-SM rows):
 each stream's bytes per cycle alone and beside the others (wgmma SS operand reads, TMA fills,
 ld/st.shared.v4, stmatrix). The rates come from the kernel's (units, cycles) slots by the record's
-own arithmetic (validation/micro_smemport.cta_rates). Timing-only runs (values=False).
+own arithmetic (cta_rates in validation/micro_smemport.py). Timing-only runs (values=False).
 
 The twin runs a shorter window than the hardware (WINDOW cycles, the record 200k): every stream is
 in its steady state after a few of its units (the rates are units over cycles from one start)."""
