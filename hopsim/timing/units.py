@@ -96,6 +96,7 @@ class SmemPort:
         tensor.port = self if self.contended else None
         tma.port = self if self.contended and self.tma_weight > 0 else None
         tma.tensor = tensor if tma.fill_charge > 0 else None
+        tensor.fill_charge = tma.fill_charge
 
     def share(self, rank: float, demand: float, t: float, lsu: bool = True, tma: bool = True,
               wgmma: bool = True) -> float:
@@ -177,7 +178,8 @@ class TensorCores:
         self.instructions = 0
         self.port: SmemPort | None = None  # set by SmemPort.link when the port is contended
         self.operand_rate = 0.0  # operand B/cycle of the last queued wgmma (its port demand)
-        self.debt = 0.0  # tensor-pipe cycles TMA fills charged, taken by the next wgmma (TmaUnit.load)
+        self.landings: deque = deque()  # (fill start, bytes) of TMA fills not yet charged (TmaUnit.load)
+        self.fill_charge = 0.0  # tensor cycles per byte of a fill landing while the pipe works
 
     def accept(self, now: float) -> float:
         """Earliest time >= `now` at which the pipe holds fewer than `queue_depth` wgmmas (a
@@ -188,6 +190,22 @@ class TensorCores:
         if len(ends) < self.queue_depth:
             return now
         return ends[len(ends) - self.queue_depth]
+
+    def _fill_charge(self, now: float, cycles: float) -> float:
+        """Tensor cycles the TMA fills cost that land before this wgmma would end, while the pipe
+        works: during the queued wgmmas (before the queue tail) or during this one; a fill that
+        lands in an idle gap before it costs nothing. Each fill is charged once, to the first
+        wgmma reserved after it is known (fill starts come in FIFO order)."""
+        tail = self.pipe.next_free
+        start = now if now > tail else tail
+        end = start + cycles
+        landings = self.landings
+        nbytes = 0
+        while landings and landings[0][0] < end:
+            s, b = landings.popleft()
+            if s < tail or s >= start:
+                nbytes += b
+        return nbytes * self.fill_charge
 
     def pipe_cycles(self, m: int, n: int, k: int) -> float:
         return m * n * k / self.fma_per_cycle
@@ -208,11 +226,12 @@ class TensorCores:
                 slow = cycles * want / got
                 port.slowed += slow - cycles
                 cycles = slow
-        if self.debt:
-            cycles += self.debt
-            if port is not None:
-                port.slowed += self.debt
-            self.debt = 0.0
+        if self.landings:
+            charge = self._fill_charge(now, cycles)
+            if charge:
+                cycles += charge
+                if port is not None:
+                    port.slowed += charge
         end = self.pipe.reserve(now, cycles, label)
         self._ends.append(end)
         return end + self.jitter(self.fixed_latency)
@@ -229,9 +248,9 @@ class TmaUnit:
     store: issue stage -> smem read (`tma_bytes_per_cycle`; `.read` completion) -> L2 write
            (write completion).
     Fills and store reads take the shared-memory port beside wgmma operand reads and LSU
-    wavefronts (`port`, SmemPort.share). A fill issued while the tensor pipe has work charges it
-    `smem_port_fill_tensor_cycles_per_kib` per KiB (added to the next wgmma: microbench__smemport,
-    wgmma beside a TMA stream; the tensor pipe's work when the box lands is not known at issue).
+    wavefronts (`port`, SmemPort.share). A fill landing while the tensor pipe works charges it
+    `smem_port_fill_tensor_cycles_per_kib` per KiB (microbench__smemport, wgmma beside a TMA
+    stream; TensorCores._fill_charge adds it to the first wgmma reserved after the fill is known).
     Not modelled: the number of boxes in flight (unbounded), multicast, im2col, OOB fill cost.
     """
 
@@ -270,11 +289,8 @@ class TmaUnit:
             fill = gen
         if self.port is not None:
             fill = self._contended_fill(t, nbytes, fill)
-        tc = self.tensor
-        if tc is not None and tc.pipe.next_free > now:
-            # issued while wgmmas run (the wgmmas that run when it lands are not issued yet): they
-            # lose bank time to the fill
-            tc.debt += nbytes * self.fill_charge
+        if self.tensor is not None:  # the tensor pipe is charged if wgmmas run when it lands
+            self.tensor.landings.append((t if t > self.fill_pipe.next_free else self.fill_pipe.next_free, nbytes))
         t = self.fill_pipe.reserve(t, fill, label)
         return t + self.jitter(self.extra_latency)
 
@@ -310,7 +326,7 @@ class TmaUnit:
     def port_state(self, now: float) -> tuple:
         """The fills after `now` that the port sees, relative times, and the tensor pipe's pending
         fill charge (the memo key's part; empty when neither applies)."""
-        debt = (self.tensor.debt,) if self.tensor is not None and self.tensor.debt else ()
+        debt = tuple((s - now, b) for s, b in self.tensor.landings) if self.tensor is not None else ()
         if self.port is None:
             return debt
         return tuple((s - now, e - now, r) for s, e, r in self._fills if e > now) + debt

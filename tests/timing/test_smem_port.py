@@ -114,24 +114,39 @@ def _fill(tma, nbytes=16384):
     return tma.load(0.0, ("box", 0), nbytes, hit=True, rows=128)
 
 
-def test_fill_charges_the_running_tensor_pipe_per_kib():
+def test_fill_landing_while_the_tensor_pipe_works_is_charged_once_per_kib():
     _gpu, _port, tc, tma = units(smem_port_bytes_per_cycle=0, smem_port_fill_tensor_cycles_per_kib=2.0)
-    assert tma.tensor is tc
-    for _ in range(64):  # 64 x 128 cycles of queued wgmmas: busy when the fill is issued
+    assert tma.tensor is tc and tc.fill_charge == 2.0 / 1024
+    for _ in range(64):  # 64 x 128 cycles of queued wgmmas: busy when the fill lands
         tc.mma(0.0, 64, 256, 16, 10240)
     _fill(tma)
-    assert tc.debt == pytest.approx(16384 / 1024 * 2.0)  # 32 cycles
+    assert len(tc.landings) == 1
     before = tc.pipe.next_free
     tc.mma(0.0, 64, 256, 16, 10240)
-    assert tc.pipe.next_free == pytest.approx(before + 128.0 + 32.0) and tc.debt == 0.0
+    assert tc.pipe.next_free == pytest.approx(before + 128.0 + 16384 / 1024 * 2.0)  # +32 cycles
+    tc.mma(0.0, 64, 256, 16, 10240)  # charged once
+    assert tc.pipe.next_free == pytest.approx(before + 2 * 128.0 + 32.0)
 
 
-def test_fill_on_an_idle_tensor_pipe_or_charge_off_costs_nothing():
+def test_fill_landing_in_an_idle_gap_or_charge_off_costs_nothing():
     _gpu, _port, tc, tma = units(smem_port_bytes_per_cycle=0, smem_port_fill_tensor_cycles_per_kib=2.0)
-    _fill(tma)
-    assert tc.debt == 0.0
+    _fill(tma)  # lands while the pipe is idle
+    landed = tc.landings[0][0]
+    tc.mma(landed + 10000.0, 64, 256, 16, 10240)
+    assert tc.pipe.next_free == landed + 10000.0 + 128.0 and not tc.landings
     _gpu, _port, tc, tma = units(smem_port_bytes_per_cycle=0, smem_port_fill_tensor_cycles_per_kib=0.0)
     assert tma.tensor is None
     tc.mma(0.0, 64, 256, 16, 10240)
     _fill(tma)
-    assert tc.debt == 0.0
+    tc.mma(0.0, 64, 256, 16, 10240)
+    assert tc.pipe.next_free == 256.0
+
+
+def test_fill_landing_during_a_later_wgmma_waits_for_it():
+    _gpu, _port, tc, tma = units(smem_port_bytes_per_cycle=0, smem_port_fill_tensor_cycles_per_kib=2.0)
+    _fill(tma)
+    landed = tc.landings[0][0]
+    tc.mma(0.0, 64, 256, 16, 10240)  # ends at 128, before the fill lands: not charged yet
+    assert tc.pipe.next_free == 128.0 and len(tc.landings) == 1
+    tc.mma(landed - 50.0, 64, 256, 16, 10240)  # runs over the landing: charged
+    assert tc.pipe.next_free == pytest.approx(landed - 50.0 + 128.0 + 32.0)
