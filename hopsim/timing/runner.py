@@ -29,6 +29,7 @@ from hopsim.timing.pipes import Jitter
 from hopsim.timing.sm import SM, CtaRun, _Consts
 from hopsim.timing.smem_cost import wavefronts_of
 from hopsim.trace import Trace
+from hopsim.timing import dispatch_record
 from hopsim.timing import launch as launch_mod
 from hopsim.timing import memo as memo_mod
 from hopsim.timing import smclass
@@ -92,6 +93,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
             grid.run_sm_classes()
         else:
             grid.run_scheduler()
+        grid.finish_dispatch()
     except smclass.NotMemoisable as e:  # an ld.global couples the SMs, a CTA diverged: CTA by CTA instead
         res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
                        flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=make_executor,
@@ -190,6 +192,7 @@ class _Grid:
         if key is not None and cache.get("key") == key:
             self.tile_plan = cache["plan"]
             self.dispatch = cache["dispatch"].fresh(self.memory.residency) if cache["dispatch"] else None
+            self._record_dispatch(cache)
             return
         self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
         if self.tile_plan is None and what:  # boxes walked in a linear order (persistent CTAs)
@@ -199,7 +202,23 @@ class _Grid:
             kind = memo_mod.StreamingResidency if streaming else memo_mod.DispatchResidency
             self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
         if key is not None:
-            cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch)
+            cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch, record=None)
+            self._record_dispatch(cache)
+
+    def _record_dispatch(self, cache: dict) -> None:
+        """Dispatch-time L2 decisions: recorded at the first simulation of a cached plan, replayed
+        at the others when that record is complete (dispatch_record.py)."""
+        if not isinstance(self.dispatch, memo_mod.DispatchResidency):
+            return
+        rec = cache.get("record")
+        if rec is None or not rec.complete:
+            rec = cache["record"] = dispatch_record.ClassifyRecord(self.num_ctas)
+        self.dispatch = dispatch_record.RecordedDispatch(self.dispatch, rec)
+
+    def finish_dispatch(self) -> None:
+        """The run has ended: close (or check) the dispatch record."""
+        if isinstance(self.dispatch, dispatch_record.RecordedDispatch):
+            self.dispatch.finish()
 
     @property
     def sm_memo(self) -> bool:
