@@ -28,6 +28,7 @@ from collections import deque
 import numpy as np
 
 from hopsim.functional.effect import Kind
+from hopsim.functional.executor import CTAExecutor
 from hopsim.timing.memory import GLINE, LINE, SmLink, coalesce
 
 
@@ -41,19 +42,24 @@ def capture_tiles(ex, stop=None, favour=None) -> list[list]:
     other warps issue one instruction each per round, and only while every favoured warp is
     blocked (e.g. to reach the bar.sync the favoured warps wait on), so their work past that point
     is not executed; a warp's values do not depend on the interleaving (and the plan is checked
-    against every CTA simulated in detail).
+    against every CTA simulated in detail). (One issue: a run of register-only ALU instructions,
+    which touch nothing another warp reads, or one other.) A warp blocked on an event that has not
+    fired is not asked (its issue() would change nothing).
     """
     tiles: list[list] = [[] for _ in range(ex.num_warps)]
     pending: deque = deque()
     live = list(range(ex.num_warps))
+    warps, ready = (ex.warps, ex.is_ready) if isinstance(ex, CTAExecutor) else (None, None)
     while live:
         progressed = False
-        groups = (((live, 256),) if favour is None else
-                  (([w for w in live if w in favour], 256), ([w for w in live if w not in favour], 1)))
-        for group, batch in groups:
+        groups = (((live, False),) if favour is None else
+                  (([w for w in live if w in favour], False), ([w for w in live if w not in favour], True)))
+        for group, once in groups:
             for w in group:
+                if warps is not None and warps[w].block is not None and not ready(warps[w].block[0]):
+                    continue
                 while True:
-                    eff = ex.issue(w, batch)
+                    eff = ex.issue(w, 256)
                     if eff.blocked_on is not None:
                         break
                     progressed = True
@@ -68,7 +74,7 @@ def capture_tiles(ex, stop=None, favour=None) -> list[list]:
                     if eff.kind == Kind.EXIT:
                         live.remove(w)
                         break
-                    if batch == 1:
+                    if once:
                         break
             if progressed:
                 break
