@@ -354,17 +354,6 @@ def _delta(base, other, shorter: bool = False):
 
 
 # ------------------------------------------------------------------------------- SM link
-class _NoAllocate:
-    """Stands in for the L2 residency while a PartitionedLink stores: the store allocates nothing."""
-
-    @staticmethod
-    def write(key, nbytes) -> None:
-        return None
-
-
-_NO_ALLOCATE = _NoAllocate()
-
-
 class PartitionedLink(SmLink):
     """An SM's link in the partitioned mode: stores do not allocate in the L2 residency.
 
@@ -374,17 +363,10 @@ class PartitionedLink(SmLink):
     on the interleaving of all SMs, which no memo could replay. Stores still cost their L2 link
     time and count their bytes. `lookups` counts reads whose residency is looked up at request
     time (ld.global): the SM-level memo refuses kernels that do any (smclass.NotMemoisable).
-    (Hook for memory.py: `MemorySystem.write(..., allocate=False)` would replace this override.)
     """
 
     lookups = 0
-
-    def write(self, arrival: float, key, nbytes: int) -> float:
-        res, self.residency = self.residency, _NO_ALLOCATE
-        try:
-            return super().write(arrival, key, nbytes)
-        finally:
-            self.residency = res
+    allocates = False  # MemorySystem.write: a store does not enter the residency
 
     def read(self, arrival: float, key, nbytes: int, hit=None, *args, **kw):
         if hit is None:

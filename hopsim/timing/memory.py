@@ -153,6 +153,7 @@ class MemorySystem:
 
     PIPE = GapPipe
     now = None
+    allocates = True  # a store enters the L2 residency (memo.PartitionedLink: not)
 
     def __init__(self, gpu, *, trace: bool = False, jitter: Jitter | None = None):
         t = gpu.timing
@@ -237,7 +238,8 @@ class MemorySystem:
         """Store a tile into L2 and post its write-back to HBM; return when it is in L2.
         `port`: as in `read` (the SM's stores take the L2 link in their order)."""
         port = port or self.port
-        self.residency.write(key, nbytes)
+        if self.allocates:
+            self.residency.write(key, nbytes)
         self.bytes_to_l2 += nbytes
         self.bytes_to_hbm += nbytes
         if port is not None and port.l2 > arrival:

@@ -607,11 +607,15 @@ def _requests(eff) -> int:
 def wait_name(key) -> str:
     """Statistics name of a wait: per mbarrier (shared address) and per named barrier id."""
     k = key[0]
-    if k == "mbar":
-        return f"mbarrier 0x{key[1]:x}"
-    if k == "bar":
-        return f"bar.sync {key[1]}"
+    if k == "mbar" or k == "bar":
+        got = _WAIT_NAMES.get((k, key[1]))
+        if got is None:
+            got = _WAIT_NAMES[(k, key[1])] = f"mbarrier 0x{key[1]:x}" if k == "mbar" else f"bar.sync {key[1]}"
+        return got
     return WAIT_NAME.get(k, str(k))
+
+
+_WAIT_NAMES: dict = {}  # (kind, address or barrier id) -> wait_name
 
 
 def _coords(tile_key):

@@ -109,6 +109,8 @@ class _SmClass:
             if not replay.recordable(ex):
                 return ex
         rec = len(self.members) > 1  # a class of one SM never splits: nothing to record
+        if src is None and not rec:  # nothing to replay either: the executor itself
+            return ex
         lx = replay.LoggedExecutor(src.real if src is not None else ex, src, recording=rec)
         if rec:
             self.logged[cta] = lx
