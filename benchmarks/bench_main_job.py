@@ -37,6 +37,15 @@ loads with the first picture:
                   s4 2.3 -> 1.5 (3 -> 2), s5 2.3 -> 1.9, s6 2.4 -> 1.9, box8 s2 6.3 -> 6.0 (1: boost is
                   within the limits since 8ce5571), box8 elect 4.1 -> 3.7 (2 -> 2; measured
                   alone at load 6 after the prior took the producer's TMA issue holds as SM work)
+Measured again (2-core machine near idle, load 0.4-1.5, CPU seconds, side by side; model of 7d755d1
+(smem-port fill charge); before = 7d755d1, after = 8dabf13: the dispatch-time L2 decisions recorded
+at a launch's first clock and replayed at the others (timing/dispatch_record.py), half the issues in
+the tile plan's partial CTA runs, stores without the per-store residency swap; same numbers simulated):
+  main_job        18.9 -> 18.3 (wall 10.3 -> 9.9 s at load 0.4-0.8; idle estimate 9.5 -> 9.1 s; target 8 s: not met)
+  clocked point   s1 3.80 -> 3.75 (3 simulations), s2 4.11 -> 3.92 (3), s3 6.03 -> 5.86 (3), s4 1.39 -> 1.35,
+                  s5 1.42 -> 1.37, s6 1.45 -> 1.38, box8 s2 5.65 -> 6.01 (1 simulation; load rose 0.8 -> 1.5
+                  between the runs), box8 elect 3.54 -> 3.50 (target 3 s: s4-s6 only)
+  (the earlier rows' 23 CPU-s were at load 6-9: CPU seconds grow with the load on this machine.)
 What is left: a simulation of s1-s3 (2-3 CTAs per SM, hopsim/timing/smclass.py) costs ~1.7 s, and
 each clock re-executes every class (the functional executor ~40%, the re-run of a split class's
 history ~25%); the first simulation of a point adds ~0.5 s (tile plan and dispatch arrays).
