@@ -9,7 +9,8 @@ time (a read without a dispatch-time `hit`) or an allocating store would interle
 walk, and through it with the timing. So the recording run checks, at every call and when the
 run ends (`finish`), that the residency is exactly as the previous call left it (counters, bytes
 and tiles held); only then is the record complete. Another simulation of the same launch (the
-plan cache's key: same kernel, launch, tensor maps and slots, timing/runner.py) then takes each
+plan cache's key: same kernel, launch, tensor maps and slots, timing/runner.py) over an empty
+residency of the same capacity (e.g. at another clock) then takes each
 CTA's hit vector from the record, sets the counters to the recorded values, checks that nothing
 else touched them in between (an internal error otherwise), and gives the residency the
 recorded LRU content with the last CTA (so anything after dispatch sees the same L2). What it
@@ -26,15 +27,19 @@ from isa.errors import HopsimError
 class ClassifyRecord:
     """Per CTA, in linear order: the hit vector and the residency counters after its dispatch."""
 
-    __slots__ = ("num_ctas", "hits", "after", "valid", "complete", "tiles", "used")
+    __slots__ = ("num_ctas", "capacity", "hits", "after", "valid", "complete", "tiles", "used")
 
-    def __init__(self, num_ctas: int):
-        self.num_ctas = num_ctas
+    def __init__(self, num_ctas: int, capacity: int):
+        self.num_ctas, self.capacity = num_ctas, capacity  # the L2 residency's bytes
         self.hits: list = []
         self.after: list = []  # _state() after each CTA's classify
         self.valid = True
         self.complete = False
         self.tiles = self.used = None  # the LRU after the last CTA
+
+    def replays(self, residency) -> bool:
+        """Can a run over this (empty) residency replay the record? Complete, same L2 capacity."""
+        return self.complete and residency.capacity == self.capacity
 
 
 def _state(res) -> tuple:
@@ -50,7 +55,7 @@ class RecordedDispatch:
 
     def __init__(self, inner, record: ClassifyRecord):
         self.inner, self.record = inner, record
-        self.replaying = record.complete
+        self.replaying = record.replays(inner.residency)
 
     def __getattr__(self, name):  # plan, tiles, residency, ... of the inner dispatch
         return getattr(self.__dict__["inner"], name)
@@ -60,7 +65,7 @@ class RecordedDispatch:
         res = self.inner.residency
         before = rec.after[cta - 1] if cta else _EMPTY
         if self.replaying:
-            if cta >= len(rec.hits) or _state(res)[:4] != before[:4]:
+            if cta >= len(rec.hits) or (_state(res) != _EMPTY if cta == 0 else _state(res)[:4] != before[:4]):
                 raise HopsimError(f"CTA {cta}: the L2 residency differs from the recorded dispatch "
                                   "(dispatch_record.py, internal)")
             res.hits, res.misses, res.hit_bytes, res.miss_bytes = rec.after[cta][:4]

@@ -211,8 +211,8 @@ class _Grid:
         if not isinstance(self.dispatch, memo_mod.DispatchResidency):
             return
         rec = cache.get("record")
-        if rec is None or not rec.complete:
-            rec = cache["record"] = dispatch_record.ClassifyRecord(self.num_ctas)
+        if rec is None or not rec.replays(self.memory.residency):
+            rec = cache["record"] = dispatch_record.ClassifyRecord(self.num_ctas, self.memory.residency.capacity)
         self.dispatch = dispatch_record.RecordedDispatch(self.dispatch, rec)
 
     def finish_dispatch(self) -> None:
