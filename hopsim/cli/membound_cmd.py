@@ -14,15 +14,11 @@ import json
 
 import numpy as np
 
-from hopsim import inputs
 from hopsim.cli import _Parser
+from hopsim.cli.family_run import bandwidth_gbs, check_output_paths, clocked_run, write_outputs
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
-from hopsim.plots import plot_timeline
-from hopsim.power.model import Events, PowerModel
-from hopsim.power.solve import ClockSolver, parse_clock
-from hopsim.progress import Activity
 from hopsim.summary import format_summary
 from hopsim.timing.runner import simulate
 from isa.errors import HopsimError, InputError
@@ -100,37 +96,22 @@ def run(family: str, argv: list[str]) -> int:
                   threads=args.threads)
     if args.check and p.n > CHECK_LIMIT:
         raise InputError("n", p.n, f"at most {CHECK_LIMIT} with --check (data in numpy)")
-    inputs.output_paths([("trace", args.trace, (".json",)), ("plot", args.plot, (".png",))])
-    pm = PowerModel.load()
-    clock = parse_clock(args.clock, pm)
+    check_output_paths(args)
     gpu = load_gpu(args.gpu)
-    nsms = int(gpu.spec.num_sms.value)
-    with Activity(f"simulating {p.name}", enabled=False if args.no_progress else None):
-        solver = ClockSolver(lambda mhz: simulate_membound(p, gpu, mhz=mhz)[0],
-                             lambda r: Events.from_result(r, "f16f32", nsms), pm)
-        sol = solver.solve()
-        mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
-        pt = solver.point(mhz)
-        res, gm, arrays = simulate_membound(p, gpu, values=args.check, trace=bool(args.trace or args.plot), mhz=mhz)
-    notes = [sol.summary(), f"at {mhz:.0f} MHz: {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per launch"]
+    run_ = clocked_run(args, p.name, lambda mhz, **kw: simulate_membound(p, gpu, mhz=mhz, **kw), gpu, values=args.check)
+    res, gm, arrays = (run_.res, *run_.data)
+    notes = run_.notes()
     ok = None
     if args.check:
         got = gm.view("c", np.float32)
         ok = bool(np.array_equal(got, expected(p, arrays)))
         notes.append(f"check against numpy: {'equal' if ok else 'DIFFERENT'} ({p.n} elements)")
-    gbs = p.bytes_moved / (res.time_ms * 1e-3) / 1e9 if res.time_ms > 0 else 0.0
-    with inputs.Outputs() as outs:
-        if args.trace:
-            res.trace.write(outs.stage(args.trace))
-        if args.plot:
-            plot_timeline(res.trace, outs.stage(args.plot), title=p.name, clock_mhz=res.clock_mhz,
-                          total_cycles=res.cycles)
+    gbs = bandwidth_gbs(p.bytes_moved, res)
+    write_outputs(args, res, p.name)
     if args.json:
         print(json.dumps({**res.to_json(), "family": family, "n": p.n, "vec": p.vec,
                           "grid_stride": p.grid_stride, "bytes_moved": p.bytes_moved, "gb_per_s": gbs,
-                          "time_ms_boost": sol.boost.time_ms, "time_ms_sustained": sol.sustained.time_ms,
-                          "sustained_clock_mhz": sol.sustained.mhz, "power_w": pt.power_w,
-                          "energy_mj": pt.energy_mj, "check": ok}))
+                          **run_.clock_fields(), "check": ok}))
     else:
         print(format_summary(res, title=f"{p.name} (n = {p.n})", notes=notes, launch={
             "Grid Size": ("", str(p.grid)), "Block Size": ("", str(p.threads)),

@@ -15,15 +15,11 @@ import json
 
 import numpy as np
 
-from hopsim import inputs
 from hopsim.cli import _Parser
+from hopsim.cli.family_run import bandwidth_gbs, check_output_paths, clocked_run, write_outputs
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
-from hopsim.plots import plot_timeline
-from hopsim.power.model import Events, PowerModel
-from hopsim.power.solve import ClockSolver, parse_clock
-from hopsim.progress import Activity
 from hopsim.summary import format_summary
 from hopsim.timing.runner import simulate
 from isa.errors import HopsimError, InputError
@@ -105,36 +101,21 @@ def run(family: str, argv: list[str]) -> int:
     p = RowParams(family=family, rows=args.rows, cols=args.cols, mapping=args.mapping, threads=args.threads)
     if args.check and p.rows * p.cols > CHECK_LIMIT:
         raise InputError("rows", p.rows, f"rows x cols at most {CHECK_LIMIT} with --check (data in numpy)")
-    inputs.output_paths([("trace", args.trace, (".json",)), ("plot", args.plot, (".png",))])
-    pm = PowerModel.load()
-    clock = parse_clock(args.clock, pm)
+    check_output_paths(args)
     gpu = load_gpu(args.gpu)
-    nsms = int(gpu.spec.num_sms.value)
-    with Activity(f"simulating {p.name}", enabled=False if args.no_progress else None):
-        solver = ClockSolver(lambda mhz: simulate_rowwise(p, gpu, mhz=mhz)[0],
-                             lambda r: Events.from_result(r, "f16f32", nsms), pm)
-        sol = solver.solve()
-        mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
-        pt = solver.point(mhz)
-        res, gm, x = simulate_rowwise(p, gpu, values=args.check, trace=bool(args.trace or args.plot), mhz=mhz)
-    notes = [sol.summary(), f"at {mhz:.0f} MHz: {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per launch"]
+    run_ = clocked_run(args, p.name, lambda mhz, **kw: simulate_rowwise(p, gpu, mhz=mhz, **kw), gpu, values=args.check)
+    res, gm, x = (run_.res, *run_.data)
+    notes = run_.notes()
     ok = None
     if args.check:
         ok, note = check_result(p, gm, x)
         notes.append(note)
-    gbs = p.bytes_moved / (res.time_ms * 1e-3) / 1e9 if res.time_ms > 0 else 0.0
-    with inputs.Outputs() as outs:
-        if args.trace:
-            res.trace.write(outs.stage(args.trace))
-        if args.plot:
-            plot_timeline(res.trace, outs.stage(args.plot), title=p.name, clock_mhz=res.clock_mhz,
-                          total_cycles=res.cycles)
+    gbs = bandwidth_gbs(p.bytes_moved, res)
+    write_outputs(args, res, p.name)
     if args.json:
         print(json.dumps({**res.to_json(), "family": family, "rows": p.rows, "cols": p.cols, "mapping": p.mapping,
                           "threads": p.threads, "bytes_moved": p.bytes_moved, "gb_per_s": gbs,
-                          "time_ms_boost": sol.boost.time_ms, "time_ms_sustained": sol.sustained.time_ms,
-                          "sustained_clock_mhz": sol.sustained.mhz, "power_w": pt.power_w,
-                          "energy_mj": pt.energy_mj, "check": ok}))
+                          **run_.clock_fields(), "check": ok}))
     else:
         print(format_summary(res, title=f"{p.name} ({p.rows} x {p.cols})", notes=notes, launch={
             "Grid Size": ("", str(p.grid)), "Block Size": ("", str(p.threads)),
