@@ -43,7 +43,9 @@ def plan_batch(est_launch_s: float, n_sets: int, target_s: float = BATCH_TARGET_
 def _steady_batches(starts: list[float], ends: list[float], steady_s: float) -> list[int]:
     """Indices of the batches wholly inside the last steady_s seconds of the window."""
     t_end = ends[-1]
-    return [i for i, s in enumerate(starts) if s >= t_end - steady_s - 1e-12]
+    # 1 ns of slack: host timestamps near 1e4 s (perf_counter) carry ~4e-12 s of float rounding,
+    # so a batch starting exactly steady_s before the end must not fall out by an ulp
+    return [i for i, s in enumerate(starts) if s >= t_end - steady_s - 1e-9]
 
 
 def _rate_stats(idx: list[int], ms: list[float], per_batch: int) -> dict:
