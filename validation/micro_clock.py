@@ -56,6 +56,19 @@ def stream_boxes_per_cta(where: str) -> int:
     return rounds * STREAM_BOXES_PER_ROUND
 
 
+def record_runs(rec: dict):
+    """Every run of a microbench__clock_domain record as (kind, where, label, run): kind 'chase'
+    or a stream, where 'L2' or 'HBM', label naming the configuration, condition, run number and
+    the run's measured SM clock (what the unit replays and the IR twins both compare)."""
+    for cfg, v in rec["results"].items():
+        if cfg == "fit":
+            continue
+        kind, where = cfg.split(",")[:2]
+        cond = cfg.rsplit(",", 1)[1]
+        for i, r in enumerate(v["runs"]):
+            yield kind, where, f"{kind} {where} {cond} #{i + 1} at {r['sm_clock_mhz']:.0f} MHz", r
+
+
 def run(out: pathlib.Path, reps: int = 3) -> pathlib.Path:
     import cupy as cp
 

@@ -29,7 +29,7 @@ from hopsim.timing.units import SmemPort, TensorCores, TmaUnit
 from hopsim.validate.calibrate import elect_issue_slope, wgmma_queue_depths
 from hopsim.validate.compare import MicroRow
 from hopsim.validate.sass import SASS_TAR, TMA_ISSUE_MODES, box_cycles, load_sass, loop_per_box, micro_classes
-from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, stream_boxes_per_cta
+from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, record_runs, stream_boxes_per_cta
 from validation.provenance import RECORDS_DIR, load_records
 
 
@@ -366,25 +366,19 @@ def clock_domain(rec: dict) -> list[MicroRow]:
     (the first run, before any, read 277), which suggests the L2 hit latency depends on which SMs
     brought the lines in (the H100 L2 has two partitions; not modelled)."""
     rows = []
-    for cfg, v in rec["results"].items():
-        if cfg == "fit":
-            continue
-        kind, where = cfg.split(",")[:2]
-        cond = cfg.rsplit(",", 1)[1]
-        for i, run in enumerate(v["runs"]):
-            gpu = _gpu(run["sm_clock_mhz"])
-            label = f"{kind} {where} {cond} #{i + 1} at {run['sm_clock_mhz']:.0f} MHz"
-            if kind == "chase":
-                t, _ = MemorySystem(gpu).read(0.0, ("line", 0), 128, hit=where == "L2")
-                rows.append(MicroRow(f"clock domain: {label}", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
-                                     float(run["cycles"]), t))
-            else:
-                box = 2 * STREAM_BOX[0] * STREAM_BOX[1]
-                sim = _tma_stream(gpu, boxes=stream_boxes_per_cta(where), box_bytes=box, rows=STREAM_BOX[1],
-                                  per_round=STREAM_BOXES_PER_ROUND,
-                                  rounds_in_flight=2, sms=132, hit=where == "L2")
-                rows.append(MicroRow(f"clock domain: TMA stream {label}", "l2_bytes_per_s / hbm_bytes_per_s",
-                                     float(run["bytes_per_cycle_per_sm"]), box / sim, unit="B/cycle/SM"))
+    for kind, where, label, run in record_runs(rec):
+        gpu = _gpu(run["sm_clock_mhz"])
+        if kind == "chase":
+            t, _ = MemorySystem(gpu).read(0.0, ("line", 0), 128, hit=where == "L2")
+            rows.append(MicroRow(f"clock domain: {label}", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
+                                 float(run["cycles"]), t))
+        else:
+            box = 2 * STREAM_BOX[0] * STREAM_BOX[1]
+            sim = _tma_stream(gpu, boxes=stream_boxes_per_cta(where), box_bytes=box, rows=STREAM_BOX[1],
+                              per_round=STREAM_BOXES_PER_ROUND,
+                              rounds_in_flight=2, sms=132, hit=where == "L2")
+            rows.append(MicroRow(f"clock domain: TMA stream {label}", "l2_bytes_per_s / hbm_bytes_per_s",
+                                 float(run["bytes_per_cycle_per_sm"]), box / sim, unit="B/cycle/SM"))
     return rows
 
 

@@ -9,7 +9,7 @@ from hopsim.validate.compare import MicroRow
 from hopsim.validate.micro_ir.mem import gchase_cycles
 from hopsim.validate.micro_ir.run import gpu_at
 from hopsim.validate.micro_ir.stream import stream_cycles_per_box
-from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, stream_boxes_per_cta
+from validation.micro_clock import STREAM_BOX, STREAM_BOXES_PER_ROUND, record_runs, stream_boxes_per_cta
 
 CHASE = {"L2": (16 << 20, 4096), "HBM": (2 << 30, 2048)}  # footprint, timed steps (validation/micro_clock.py)
 
@@ -18,21 +18,15 @@ def clock_domain(rec: dict) -> list[MicroRow]:
     rows = []
     w, r = STREAM_BOX
     box = 2 * w * r
-    for cfg, v in rec["results"].items():
-        if cfg == "fit":
-            continue
-        kind, where = cfg.split(",")[:2]
-        cond = cfg.rsplit(",", 1)[1]
-        for i, run in enumerate(v["runs"]):
-            gpu = gpu_at(run["sm_clock_mhz"])
-            label = f"{kind} {where} {cond} #{i + 1} at {run['sm_clock_mhz']:.0f} MHz"
-            if kind == "chase":
-                fp, steps = CHASE[where]
-                rows.append(MicroRow(f"clock domain: {label}", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
-                                     float(run["cycles"]), gchase_cycles(fp, gpu, steps)))
-            else:
-                per_cta = stream_boxes_per_cta(where)
-                cyc = stream_cycles_per_box(where, w, r, STREAM_BOXES_PER_ROUND, per_cta, 132, gpu)
-                rows.append(MicroRow(f"clock domain: TMA stream {label}", "l2_bytes_per_s / hbm_bytes_per_s",
-                                     float(run["bytes_per_cycle_per_sm"]), box / cyc, unit="B/cycle/SM"))
+    for kind, where, label, run in record_runs(rec):
+        gpu = gpu_at(run["sm_clock_mhz"])
+        if kind == "chase":
+            fp, steps = CHASE[where]
+            rows.append(MicroRow(f"clock domain: {label}", "gmem_l2_latency_cycles / hbm_extra_latency_ns",
+                                 float(run["cycles"]), gchase_cycles(fp, gpu, steps)))
+        else:
+            per_cta = stream_boxes_per_cta(where)
+            cyc = stream_cycles_per_box(where, w, r, STREAM_BOXES_PER_ROUND, per_cta, 132, gpu)
+            rows.append(MicroRow(f"clock domain: TMA stream {label}", "l2_bytes_per_s / hbm_bytes_per_s",
+                                 float(run["bytes_per_cycle_per_sm"]), box / cyc, unit="B/cycle/SM"))
     return rows
