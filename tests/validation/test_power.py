@@ -211,3 +211,25 @@ def test_records_loader_round_trip_and_bad_lines(tmp_path):
         f.write_text(bad + "\n")
         with pytest.raises(records.RecordError, match=msg):
             records.load(f)
+
+
+def test_light_plan_selection_fits_its_budget():
+    # the light-load points run alone with `--only light_,idle_after` (the lead's phase-1 command)
+    pts = [p for p in run.plan() if p["name"] == "idle" or p["name"].startswith(("light_", "idle_after"))]
+    assert pts[0]["name"] == "idle" and pts[-1]["name"] == "idle_after"
+    assert all(p["family"] == "light" for p in pts[1:-1]) and len(pts) >= 12
+    load_s = sum(p["seconds"] + run.SETUP_S for p in pts)
+    assert load_s <= 120.0                      # GPU time of the light run (compile overlaps idle)
+    for prefix in ("light_resident_sleep", "light_resident_poll", "light_tma_req", "light_pipe_",
+                   "light_wgswz32", "light_churn_"):
+        assert any(p["name"].startswith(prefix) for p in pts), prefix
+
+
+def test_light_steady_rates_per_counter():
+    from validation.power.light import _steady_rates
+
+    s = {"t_end_s": [0.2, 0.4, 2.0, 2.2], "gpu_s": [0.2] * 4, "events": [[10, 1], [10, 1], [20, 2], [30, 3]]}
+    r = _steady_rates(s, ("bytes", "requests"), steady_s=0.5)
+    assert r["rates_per_s"] == {"bytes": 70 / 0.8, "requests": 7 / 0.8}
+    assert r["steady_rates_per_s"] == {"bytes": 50 / 0.4, "requests": 5 / 0.4}   # last two launches
+    assert r["steady_rate_per_s"] == 50 / 0.4 and r["events"] == 70

@@ -2,8 +2,10 @@
 
     python3 -m validation.power.run --out $OUT/power --budget-s 420
     python3 -m validation.power.run --plan --budget-s 420        # print the plan, run nothing
+    python3 -m validation.power.run --out $OUT/power --only light_,idle_after --budget-s 150
+                                     # only the light-load points (validation/power/light.py)
 
-Compiles both sources in parallel (nvcc) while the idle point runs, then runs every point of
+Compiles every source in parallel (nvcc) while the idle point runs, then runs every point of
 the plan in order, each in its own child process with a time limit (a failing, faulting or hung
 point is recorded with its error and the run goes on: a CUDA fault poisons only its own context);
 a point that no longer fits the budget is recorded as skipped. Writes one JSON line per
@@ -22,7 +24,7 @@ import tempfile
 import time
 import traceback
 
-from validation.power import benches
+from validation.power import benches, light
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import device_provenance
 
@@ -34,7 +36,7 @@ WGMMA_VARIANTS = ("f16f32", "bf16f32", "f16f16")
 DUTIES = (100, 75, 50, 25)
 #: (CTAs = SMs used, duty %) of the partly occupied burners (issue 13: the static/active split)
 PARTIAL = ((33, 100), (66, 100), (99, 100), (66, 50), (33, 50))
-FILES = {"wgmma": "wgmma.jsonl", "units": "units.jsonl", "governor": "governor.jsonl"}
+FILES = {"wgmma": "wgmma.jsonl", "units": "units.jsonl", "governor": "governor.jsonl", "light": "light.jsonl"}
 
 
 def plan() -> list[dict]:
@@ -62,6 +64,7 @@ def plan() -> list[dict]:
         pts.append({"family": "governor", "name": f"burst_f16f32_n{per_burst}_gap{int(gap * 1e3)}ms",
                     "seconds": 4.0, "fn": benches.burst_point,
                     "kw": {"variant": "f16f32", "duration_s": 4.0, "per_burst": per_burst, "gap_s": gap}})
+    pts.extend(light.plan())   # light SM load at boost (validation/power/light.py)
     pts.append({"family": "units", "name": "idle_after", "seconds": POINT_S, "fn": benches.idle_point,
                 "kw": {"duration_s": POINT_S}})
     return pts

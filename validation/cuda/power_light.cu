@@ -1,0 +1,271 @@
+// Power microbenchmarks of LIGHT SM load at boost clock (sm_90a), issue 13 follow-up: where a
+// lightly loaded GEMM's board power goes besides tensor FLOPs and L2 bytes. See
+// validation/power/light.py (host side, points and event definitions). Every kernel runs until
+// `duration_ns` of globaltimer have passed (or, churn, exits at once) and adds its events into
+// counts[]; smids[blockIdx.x] = the SM the CTA ran on (the host checks distinct SMs).
+//
+//   resident  CTAs of W warps that only wait: mode 0 = every thread __nanosleep(sleep_ns) in a
+//             loop (resident, almost no issue); mode 1 = every thread polls an mbarrier phase
+//             that never completes (mbarrier.try_wait loop: a consumer waiting on TMA).
+//             counts[0] = warp-level loop iterations (waits / polls issued).
+//   tma_req   one thread per CTA issues cp.async.bulk (L2-resident source) of `req_bytes` each,
+//             `inflight` bytes per round on one mbarrier, waits, repeats: the same bytes in many
+//             small requests (8-row boxes) or few large ones. counts[0] = bytes, counts[1] = requests.
+//   pipe      a GEMM-like CTA: producer thread streams 40 KB stages (A 64x64 + B 256x64 f16,
+//             random values) from L2 by cp.async.bulk in `req_bytes` requests into S stages
+//             (full/empty mbarriers); one consumer warpgroup waits on full[s], issues 4 x
+//             m64n256k16 (f16 -> f32, SS, 128-B swizzle descriptors), waits, frees the stage.
+//             Latency/L2-bound at one CTA per SM. counts[0] = wgmma, [1] = bytes, [2] = requests.
+//   wgswz<SP> the tensor burner of power_wgmma.cu (f16 -> f32, one CTA of 2 warpgroups per SM,
+//             duty cycle by clock64 spin) with 32/64/128-B swizzle descriptors: does the operand
+//             fetch pattern change the energy per FLOP? counts[blockIdx.x] = wgmma.
+//   churn     each CTA sleeps sleep_ns and exits: CTA launch/teardown (and, with one tiny CTA,
+//             kernel launch) power. Events counted by the host (grid x launches).
+#include <stdint.h>
+
+#include "../../kernels/cuda/sm90_ptx.cuh"
+#include "../../kernels/cuda/wgmma_ops.cuh"
+
+__device__ __forceinline__ uint32_t smid() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ bool expired(unsigned long long t0, unsigned long long dur) {
+  return sm90::globaltimer_ns() - t0 >= dur;
+}
+
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+// ------------------------------------------------------------------------------------ resident
+extern "C" __global__ void resident(unsigned long long* counts, unsigned int* smids,
+                                    unsigned long long duration_ns, int mode, unsigned int sleep_ns) {
+  __shared__ __align__(8) uint64_t bar_obj;
+  const uint32_t bar = sm90::smem_u32(&bar_obj);
+  if (threadIdx.x == 0) {
+    sm90::mbar_init(bar, 1);  // never arrived on: phase 0 never completes
+    sm90::fence_mbar_init();
+    smids[blockIdx.x] = smid();
+  }
+  __syncthreads();
+  const unsigned long long t0 = sm90::globaltimer_ns();
+  unsigned long long n = 0;
+  uint32_t seen = 0;
+#pragma unroll 1
+  while (true) {
+    if (mode == 0) {
+      __nanosleep(sleep_ns);
+    } else {
+      seen |= sm90::mbar_try_wait(bar, 0) ? 1u : 0u;
+    }
+    ++n;
+    if ((n & 7) == 0 && expired(t0, duration_ns)) break;
+  }
+  if (threadIdx.x % 32 == 0) atomicAdd(counts, n);
+  if (seen) counts[1] = 1;  // impossible (phase 0 never completes); keeps the poll live
+}
+
+// ------------------------------------------------------------------------------------ tma_req
+extern "C" __global__ void __launch_bounds__(32, 1)
+    tma_req(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts,
+            unsigned int* smids, unsigned long long duration_ns, unsigned int req_bytes,
+            unsigned int inflight) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  __shared__ __align__(8) uint64_t bar_obj;
+  if (threadIdx.x != 0) return;
+  smids[blockIdx.x] = smid();
+  const uint32_t bar = sm90::smem_u32(&bar_obj);
+  const uint32_t dst = sm90::smem_u32(smem_raw);
+  sm90::mbar_init(bar, 1);
+  sm90::fence_mbar_init();
+  const unsigned long long t0 = sm90::globaltimer_ns();
+  const unsigned int n_req = inflight / req_bytes;
+  unsigned long long bytes = 0, reqs = 0, off = (blockIdx.x * 7919ull * inflight) % buf_bytes;
+  uint32_t parity = 0;
+#pragma unroll 1
+  while (!expired(t0, duration_ns)) {
+    sm90::mbar_arrive_expect_tx(bar, n_req * req_bytes);
+#pragma unroll 1
+    for (unsigned int i = 0; i < n_req; ++i) {
+      if (off + req_bytes > buf_bytes) off = 0;
+      bulk_g2s(dst + i * req_bytes, buf + off, req_bytes, bar);
+      off += req_bytes;
+    }
+    sm90::mbar_wait(bar, parity);
+    parity ^= 1;
+    bytes += (unsigned long long)n_req * req_bytes;
+    reqs += n_req;
+  }
+  atomicAdd(&counts[0], bytes);
+  atomicAdd(&counts[1], reqs);
+}
+
+// ------------------------------------------------------------------------------------ pipe
+constexpr uint32_t PIPE_A = 8192, PIPE_B = 32768, PIPE_STAGE = PIPE_A + PIPE_B;
+constexpr int PIPE_MAX_STAGES = 4;
+
+extern "C" __global__ void __launch_bounds__(160, 1)
+    pipe(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts, unsigned int* smids,
+         float* sink, unsigned long long duration_ns, unsigned int req_bytes, int stages) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  __shared__ __align__(8) uint64_t full[PIPE_MAX_STAGES], empty[PIPE_MAX_STAGES];
+  __shared__ volatile int stop;
+  const uint32_t raw = sm90::smem_u32(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  if (threadIdx.x == 0) {
+    smids[blockIdx.x] = smid();
+    for (int s = 0; s < stages; ++s) {
+      sm90::mbar_init(sm90::smem_u32(&full[s]), 1);
+      sm90::mbar_init(sm90::smem_u32(&empty[s]), 4);  // lane 0 of each consumer warp
+    }
+    stop = 0;
+    sm90::fence_mbar_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= 128) {  // producer warp: lane 0 issues
+    if (threadIdx.x != 128) return;
+    const unsigned long long t0 = sm90::globaltimer_ns();
+    const uint32_t n_req = PIPE_STAGE / req_bytes;
+    unsigned long long off = (blockIdx.x * 7919ull * PIPE_STAGE) % buf_bytes, bytes = 0, reqs = 0;
+#pragma unroll 1
+    for (unsigned int it = 0;; ++it) {
+      const int s = it % stages;
+      const uint32_t round = it / stages;
+      if (round > 0) sm90::mbar_wait(sm90::smem_u32(&empty[s]), (round - 1) & 1);
+      const uint32_t fb = sm90::smem_u32(&full[s]);
+      if (expired(t0, duration_ns)) {
+        stop = 1;
+        sm90::mbar_arrive(fb);  // release: the consumer sees stop after its wait
+        break;
+      }
+      sm90::mbar_arrive_expect_tx(fb, n_req * req_bytes);
+#pragma unroll 1
+      for (uint32_t i = 0; i < n_req; ++i) {
+        if (off + req_bytes > buf_bytes) off = 0;
+        bulk_g2s(base + s * PIPE_STAGE + i * req_bytes, buf + off, req_bytes, fb);
+        off += req_bytes;
+      }
+      bytes += (unsigned long long)n_req * req_bytes;
+      reqs += n_req;
+    }
+    atomicAdd(&counts[1], bytes);
+    atomicAdd(&counts[2], reqs);
+    return;
+  }
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  unsigned long long issued = 0;
+  float keep = 0.f;
+#pragma unroll 1
+  for (unsigned int it = 0;; ++it) {
+    const int s = it % stages;
+    sm90::mbar_wait(sm90::smem_u32(&full[s]), (it / stages) & 1);
+    if (stop) break;
+    const uint32_t sa = base + s * PIPE_STAGE, sb = sa + PIPE_A;
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      wgmma_n256_f32_f16<0>(acc, sm90::make_desc(sa + kk * 32, 16, 1024, 1), sm90::make_desc(sb + kk * 32, 16, 1024, 1));
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sm90::fence_operand(acc[i]);
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) sm90::mbar_arrive(sm90::smem_u32(&empty[s]));
+    issued += 4;
+    if ((it & 15) == 15) {
+      keep += acc[0] + acc[127];
+#pragma unroll
+      for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    }
+  }
+  if (threadIdx.x == 0) atomicAdd(&counts[0], issued);
+  if (keep == 12345.f) sink[threadIdx.x] = keep;
+}
+
+// ------------------------------------------------------------------------------------ wgswz
+template <int SP>
+__device__ __forceinline__ void swz_ktile(float* acc, uint32_t sa, uint32_t sb) {
+  constexpr uint32_t LAYOUT = SP == 128 ? 1 : (SP == 64 ? 2 : 3);
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const uint32_t kbyte = kk * 32;
+    const uint64_t da = sm90::make_desc(sa + (kbyte / SP) * 64 * SP + kbyte % SP, 16, 8 * SP, LAYOUT);
+    const uint64_t db = sm90::make_desc(sb + (kbyte / SP) * 256 * SP + kbyte % SP, 16, 8 * SP, LAYOUT);
+    wgmma_n256_f32_f16<0>(acc, da, db);
+  }
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<1>();
+}
+
+template <int SP>
+__device__ __forceinline__ void swz_burn(const uint4* src, unsigned long long* counts, float* sink,
+                                         unsigned long long duration_ns, int duty_pct, int groups) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  __shared__ unsigned long long t_start;
+  __shared__ int stop_flag;
+  const uint32_t raw = sm90::smem_u32(smem_raw);
+  const uint32_t pad = ((raw + 1023u) & ~1023u) - raw;
+  uint4* s16 = reinterpret_cast<uint4*>(smem_raw + pad);
+  for (int i = threadIdx.x; i < 3072; i += blockDim.x) s16[i] = src[i];
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  if (threadIdx.x == 0) { t_start = sm90::globaltimer_ns(); stop_flag = 0; }
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  const uint32_t sb = raw + pad;
+  const uint32_t sa = sb + 32768 + wg * 8192;
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  unsigned long long issued = 0;
+  float keep = 0.f;
+#pragma unroll 1
+  while (true) {
+    const long long c0 = clock64();
+#pragma unroll 1
+    for (int g = 0; g < groups; ++g) swz_ktile<SP>(acc, sa, sb);
+    sm90::wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sm90::fence_operand(acc[i]);
+    keep = keep + acc[0] + acc[127];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    issued += 4ull * groups;
+    if (duty_pct < 100) {
+      const long long busy = __shfl_sync(0xffffffffu, clock64() - c0, 0);
+      const long long until = clock64() + busy * (100 - duty_pct) / duty_pct;
+      while (clock64() < until) __nanosleep(100);
+      __syncwarp();
+    }
+    if (threadIdx.x == 0 && sm90::globaltimer_ns() - t_start >= duration_ns) stop_flag = 1;
+    __syncthreads();
+    if (stop_flag) break;
+    __syncthreads();
+  }
+  if (threadIdx.x % 128 == 0) atomicAdd(&counts[blockIdx.x], issued);
+  if (keep == 12345.f) sink[threadIdx.x] = keep;
+}
+
+#define POWER_SWZ_KERNEL(NAME, SP)                                                            \
+  extern "C" __global__ void __launch_bounds__(256, 1)                                        \
+      NAME(const uint4* src, unsigned long long* counts, float* sink,                          \
+           unsigned long long duration_ns, int duty_pct, int groups) {                         \
+    swz_burn<SP>(src, counts, sink, duration_ns, duty_pct, groups);                            \
+  }
+
+POWER_SWZ_KERNEL(wgswz32, 32)
+POWER_SWZ_KERNEL(wgswz64, 64)
+POWER_SWZ_KERNEL(wgswz128, 128)
+
+// ------------------------------------------------------------------------------------ churn
+extern "C" __global__ void churn(unsigned int sleep_ns) {
+  if (sleep_ns) __nanosleep(sleep_ns);
+}
