@@ -2,6 +2,7 @@
 
     python3 -m validation.portfolio_runs --family vecadd|copy|tmacopy|all --out DIR --budget-s 300
     python3 -m validation.portfolio_runs --family rowsum|softmax|rowwise --out DIR --budget-s 300
+    python3 -m validation.portfolio_runs --family attention --out DIR --budget-s 120
     python3 -m validation.portfolio_runs --family all --plan          # the points and planned time
 
 Points: validation/portfolio.py (kernels/cuda/vecadd.cu, copy.cu; 256 threads per CTA) and
@@ -9,7 +10,9 @@ validation/portfolio_tmacopy.py (kernels/cuda/tmacopy.cu: TMA load + TMA store, 
 tensor maps by cuTensorMapEncodeTiled, checked bit for bit against the input); `all` is these
 three. validation/rowwise.py (kernels/cuda/rowsum.cu, softmax.cu; `rowwise` = both): checked within
 the f32 error bounds of kernels/rowwise/reference.py (ex2/rcp.approx), time estimates from the bytes
-the kernel accesses (softmax reads x thrice). Per point:
+the kernel accesses (softmax reads x thrice). validation/portfolio_attention.py (kernels/cuda/attention.cu,
+one attention tile per CTA): checked within the bound of kernels/attention/reference.py, time
+estimates from the FLOPs. Per point:
 fresh random inputs (standard normal float32, never zeros), the output poisoned with NaN bits
 (0xFFFFFFFF), one launch, then the output must equal cupy's a + b (or a) bit for bit and no
 element may keep the poison; then timing: CUDA-graph batches of launches timed with CUDA events
@@ -38,6 +41,7 @@ import numpy as np
 
 from validation import point_runner as pr
 from validation import portfolio as pf
+from validation import portfolio_attention as pat
 from validation import portfolio_tmacopy as ptc
 from validation import rowwise as rw
 from validation.harness import encode_tensor_map
@@ -55,7 +59,7 @@ TIMED_S = 0.1                 # GPU time per timing mode
 COMPILE_S, CHILD_SETUP_S, POINT_OVERHEAD_S = 30.0, 5.0, 0.2
 REQUIRED = ("kind", "group", "family", "name", "params", "error", "provenance")
 RESULTS = ("ms_median", "bytes_per_s", "bytes_moved")
-FAMILIES = (*pf.FAMILIES, ptc.FAMILY, *rw.FAMILIES)
+FAMILIES = (*pf.FAMILIES, ptc.FAMILY, *rw.FAMILIES, pat.FAMILY)
 GROUPS = ("all", "rowwise")
 """--family words that name several families: all = vecadd, copy, tmacopy; rowwise = rowsum, softmax."""
 
@@ -81,6 +85,8 @@ def family_points(family: str) -> list[dict]:
         return pf.points() + ptc.points()
     if family in (*rw.FAMILIES, "rowwise"):
         return rw.points(family)
+    if family == pat.FAMILY:
+        return pat.points()
     return ptc.points() if family == ptc.FAMILY else pf.points(family)
 
 
@@ -89,12 +95,19 @@ def plan(family: str) -> list[dict]:
     out = []
     for p in family_points(family):
         sets = n_sets(p["bytes_moved"])
-        est_launch = p.get("bytes_accessed", p["bytes_moved"]) / EST_BPS
+        est_launch = _est_launch_s(p)
         timed = 2 * (TIMED_S + est_launch * 5)
         setup = (sets * p["bytes_moved"] + 2 * p["bytes_moved"]) / GEN_BPS
         out.append({"group": p["family"], "family": p["family"], "name": p["name"], "params": p,
                     "est_s": timed + setup + POINT_OVERHEAD_S})
     return out
+
+
+def _est_launch_s(p: dict) -> float:
+    """Estimated seconds per launch: FLOPs for attention, bytes accessed for the others."""
+    if p["family"] == pat.FAMILY:
+        return pat.est_launch_s(p)
+    return p.get("bytes_accessed", p["bytes_moved"]) / EST_BPS
 
 
 def planned_seconds(points: list[dict]) -> float:
@@ -243,6 +256,8 @@ def run_point(pt: dict) -> dict:
         return run_tmacopy_point(pt)
     if pt["params"]["family"] in rw.FAMILIES:
         return run_rowwise_point(pt)
+    if pt["params"]["family"] == pat.FAMILY:
+        return run_attention_point(pt)
     cp = cupy()
     p = pt["params"]
     props = cp.cuda.runtime.getDeviceProperties(0)
@@ -352,6 +367,47 @@ def run_rowwise_point(pt: dict) -> dict:
     return rec
 
 
+def run_attention_point(pt: dict) -> dict:
+    """One attention point (validation/portfolio_attention.py): check within the bound, then time as
+    the others (CUDA-graph batches, inputs rotated over enough sets; `timing_hot`: one set)."""
+    cp = cupy()
+    p = pt["params"]
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    nsm, l2 = int(props["multiProcessorCount"]), int(props["l2CacheSize"])
+    fn = kernel(pat.FAMILY, p["kernel"])
+    fn.max_dynamic_shared_size_bytes = p["dynamic_smem"]
+    seed = 4000 + [x["name"] for x in pat.points()].index(p["name"])
+    rs = cp.random.RandomState(seed)
+    k = n_sets(p["bytes_moved"])
+    sets = [pat.make_set(p, rs, cp) for _ in range(k)]
+    launches = [pat.launcher(fn, p, s, encode_tensor_map) for s in sets]
+    check = pat.check(p, launches[0], sets[0], cp, sync)
+    est = pat.est_launch_s(p)
+    per, batches = batching(est, k)
+    ps = PowerSampler(period_s=0.01)
+    timing = bench_launches(p["name"], launches, per, batches, ps)
+    summ = ps.summary(launches=per * batches)
+    rec = {"check": check, "timing": timing, "seed": seed}
+    if p["bytes_moved"] <= 0.8 * l2:
+        hp, hb = batching(est, 1)
+        rec["timing_hot"] = bench_launches(p["name"], launches[:1], hp, hb)
+    del sets, launches
+    cp.get_default_memory_pool().free_all_blocks()
+    ms = timing["ms_median"]
+    rec["results"] = {"ms_median": ms, "bytes_moved": p["bytes_moved"], "bytes_per_s": p["bytes_moved"] / (ms * 1e-3),
+                      "flops": p["flops"], "tflops": p["flops"] / (ms * 1e-3) / 1e12,
+                      "ms_hot_median": rec.get("timing_hot", {}).get("ms_median")}
+    rec["launch"] = {"grid": p["q_tiles"], "block": pat.THREADS, "sms": nsm, "l2_bytes": l2,
+                     "dynamic_smem": p["dynamic_smem"], **_func_attributes(fn), "seq_arg": p["seq"],
+                     "stages_arg": p["stages"], "c_arg": p["c"]}
+    rec["sm_clock"] = {"nvml_median_mhz": (summ.get("sm_mhz") or {}).get("median")}
+    rec["power_samples_summary"] = summ
+    if not check["passed"]:   # timed anyway; the error keeps it out of the comparison
+        rec["error"] = (f"check failed: {check['outside_bound']} elements outside the bound (worst error / bound "
+                        f"{check['worst_error_over_bound']:.3g}), {check['unwritten']} unwritten")
+    return rec
+
+
 def _func_attributes(fn) -> dict:
     """ptxas' registers per thread and static shared bytes of a loaded kernel (None if unknown)."""
     cp = cupy()
@@ -392,8 +448,8 @@ def table(jsonl: pathlib.Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m validation.portfolio_runs", description=__doc__.splitlines()[0])
-    ap.add_argument("--family", default="all", help="vecadd, copy, tmacopy, rowsum, softmax, all (= vecadd + "
-                    "copy + tmacopy) or rowwise (= rowsum + softmax)")
+    ap.add_argument("--family", default="all", help="vecadd, copy, tmacopy, rowsum, softmax, attention, all "
+                    "(= vecadd + copy + tmacopy) or rowwise (= rowsum + softmax)")
     ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
     ap.add_argument("--plan", action="store_true", help="print the points and planned time; run nothing")

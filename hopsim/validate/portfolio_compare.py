@@ -1,13 +1,14 @@
-"""Compare the memory-bound portfolio (vecadd, copy, tmacopy, rowsum, softmax) with its held-out H100
+"""Compare the portfolio (vecadd, copy, tmacopy, rowsum, softmax, attention) with its held-out H100
 records, once.
 
     python3 -m hopsim.validate.portfolio_compare --records validation/records/h100/portfolio \
         --out validation/reports/h100/portfolio [--jobs 2]
 
 The records (`python3 -m validation.portfolio_runs`, kernels/cuda/vecadd.cu, copy.cu, tmacopy.cu,
-rowsum.cu, softmax.cu) are measured after the model is frozen; the model's fingerprint is written
+rowsum.cu, softmax.cu, attention.cu) are measured after the model is frozen; the model's fingerprint is written
 in the report. Each point is simulated through the CLI as a user would (`hopsim simulate
-vecadd|copy|tmacopy`, `hopsim simulate rowsum|softmax --rows --cols --mapping`), at the predicted
+vecadd|copy|tmacopy`, `hopsim simulate rowsum|softmax --rows --cols --mapping`, `hopsim simulate
+attention --seq --head-dim --kv-block --stages --q-tiles --timing-only`), at the predicted
 clock (`--clock sustained`, the real prediction) and at the record's NVML median SM clock (a
 diagnostic of the SM + memory model alone). Errors are simulated / measured - 1 of the kernel
 time (the median per launch of CUDA-graph batches, inputs rotated so nothing stays in L2).
@@ -42,10 +43,23 @@ def tmacopy_args(rec: dict) -> list[str]:
     return args + ([] if p.get("ctas_per_sm") is None else ["--ctas", str(rec["launch"]["grid"])])
 
 
+def attention_args(rec: dict) -> list[str]:
+    """`simulate attention` flags of a validation/portfolio_attention.py record (variant single, out
+    f32, no overlap: the CUDA twin's; timing only: the check ran on the H100). The record's grid is
+    its q_tiles."""
+    p = rec["params"]
+    args = ["attention", "--seq", str(p["seq"]), "--head-dim", str(p["head_dim"]), "--kv-block", str(p["kv_block"]),
+            "--stages", str(p["stages"]), "--q-tiles", str(rec["launch"]["grid"]),
+            "--variant", p.get("ir_variant", "single"), "--out", p.get("out", "f32")]
+    return args + (["--overlap"] if p.get("overlap") else []) + ["--timing-only"]
+
+
 def cli_args(rec: dict) -> list[str]:
     p = rec["params"]
     if p["family"] == "tmacopy":
         return tmacopy_args(rec)
+    if p["family"] == "attention":
+        return attention_args(rec)
     if p["family"] in ROWWISE:
         return [p["family"], "--rows", str(p["rows"]), "--cols", str(p["cols"]), "--mapping", p["mapping"],
                 "--threads", str(p.get("threads_per_cta", 256))]
@@ -87,7 +101,7 @@ def compare_one(rec: dict) -> dict:
 
 def markdown(rows: list[dict], summary: dict, fp: str, basis: str) -> str:
     fams = ", ".join(dict.fromkeys(r["family"] for r in rows))
-    lines = [f"# Held-out comparison: memory-bound portfolio ({fams}) on the H100 vs the frozen model", "",
+    lines = [f"# Held-out comparison: portfolio ({fams}) on the H100 vs the frozen model", "",
              f"Model fingerprint: `{fp}`. {basis}", "",
              "| set | n | MAPE | mean | worst | within 10% | within 20% |", "|---|---|---|---|---|---|---|"]
     for key, st in summary.items():

@@ -7,8 +7,9 @@ that nvcc (CI, the GPU machine) needs no Python. Two wrappers per (N, accumulato
     wgmma_n{N}_{acc}_{ab}<TRANS_B>(acc_t* d, uint64_t desc_a, uint64_t desc_b)        // SS
     wgmma_rs_n{N}_{acc}_{ab}<TRANS_B>(acc_t* d, const uint32_t* a, uint64_t desc_b)   // RS
 
-d holds N/2 f32 (acc f32) or N/4 f16x2 (acc f16) registers per thread; scale-d is 1 (D += A*B;
-callers zero the accumulators first), scale-a = scale-b = 1, trans-a = 0 (A K-major), trans-b is
+d holds N/2 f32 (acc f32) or N/4 f16x2 (acc f16) registers per thread; scale-d is the last
+argument, default 1 (D += A*B; callers zero the accumulators first), 0: D = A*B (the attention
+tile's first k-step of S = Q K^T, kernels/cuda/attention.cu), scale-a = scale-b = 1, trans-a = 0 (A K-major), trans-b is
 the template argument (1 = B MN-major, the `nn` layout). RS: `a` is the thread's A fragment
 (4 x b32 registers, the wgmma A register layout).
 """
@@ -30,13 +31,14 @@ def wrapper(n: int, acc: str, ab: str) -> str:
     a, b, sd, tb = nreg, nreg + 1, nreg + 2, nreg + 3
     return f"""
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n{n}_{acc}_{ab}({ctype}* d, uint64_t desc_a, uint64_t desc_b) {{
+__device__ __forceinline__ void wgmma_n{n}_{acc}_{ab}({ctype}* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sd}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.{ab}.{ab} "
       "{{{regs}}}, %{a}, %{b}, p, 1, 1, 0, %{tb};\\n}}\\n"
       : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }}
 """
 
@@ -52,13 +54,14 @@ def wrapper_rs(n: int, acc: str, ab: str) -> str:
     b, sd, tb = nreg + 4, nreg + 5, nreg + 6
     return f"""
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n{n}_{acc}_{ab}({ctype}* d, const uint32_t* a, uint64_t desc_b) {{
+__device__ __forceinline__ void wgmma_rs_n{n}_{acc}_{ab}({ctype}* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sd}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.{acc}.{ab}.{ab} "
       "{{{regs}}}, {{{a}}}, %{b}, p, 1, 1, %{tb};\\n}}\\n"
       : {outs}
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }}
 """
 

@@ -5,191 +5,210 @@
 #include <stdint.h>
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n8_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n8_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
       "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, %7;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n8_f32_f16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n8_f32_f16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, %10;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n8_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n8_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, %7;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n8_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n8_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, %10;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n8_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n8_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %4, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 "
       "{%0, %1}, %2, %3, p, 1, 1, 0, %5;\n}\n"
       : "+r"(d[0]), "+r"(d[1])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n8_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n8_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %7, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 "
       "{%0, %1}, {%2, %3, %4, %5}, %6, p, 1, 1, %8;\n}\n"
       : "+r"(d[0]), "+r"(d[1])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n16_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n16_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, %11;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n16_f32_f16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n16_f32_f16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, %14;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n16_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n16_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, %11;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n16_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n16_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, %14;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n16_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n16_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f16.f16.f16 "
       "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, %7;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n16_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n16_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f16.f16.f16 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, %10;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n32_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n32_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n32_f32_f16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n32_f32_f16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n32_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n32_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n32_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n32_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n32_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n32_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, %11;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n32_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n32_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, %14;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n64_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n64_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
@@ -198,11 +217,12 @@ __device__ __forceinline__ void wgmma_n64_f32_f16(float* d, uint64_t desc_a, uin
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n64_f32_f16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n64_f32_f16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
@@ -211,11 +231,12 @@ __device__ __forceinline__ void wgmma_rs_n64_f32_f16(float* d, const uint32_t* a
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n64_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n64_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -224,11 +245,12 @@ __device__ __forceinline__ void wgmma_n64_f32_bf16(float* d, uint64_t desc_a, ui
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n64_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n64_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -237,33 +259,36 @@ __device__ __forceinline__ void wgmma_rs_n64_f32_bf16(float* d, const uint32_t* 
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n64_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n64_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
       "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n64_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n64_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
       "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n128_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n128_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
@@ -276,11 +301,12 @@ __device__ __forceinline__ void wgmma_n128_f32_f16(float* d, uint64_t desc_a, ui
       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n128_f32_f16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n128_f32_f16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
@@ -293,11 +319,12 @@ __device__ __forceinline__ void wgmma_rs_n128_f32_f16(float* d, const uint32_t* 
       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n128_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n128_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
@@ -310,11 +337,12 @@ __device__ __forceinline__ void wgmma_n128_f32_bf16(float* d, uint64_t desc_a, u
       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n128_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n128_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
@@ -327,11 +355,12 @@ __device__ __forceinline__ void wgmma_rs_n128_f32_bf16(float* d, const uint32_t*
       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n128_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n128_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16 "
@@ -340,11 +369,12 @@ __device__ __forceinline__ void wgmma_n128_f16_f16(uint32_t* d, uint64_t desc_a,
       "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
       "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
       "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n128_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n128_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16 "
@@ -353,11 +383,12 @@ __device__ __forceinline__ void wgmma_rs_n128_f16_f16(uint32_t* d, const uint32_
       "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
       "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
       "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n256_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n256_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
@@ -378,11 +409,12 @@ __device__ __forceinline__ void wgmma_n256_f32_f16(float* d, uint64_t desc_a, ui
       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n256_f32_f16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n256_f32_f16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
@@ -403,11 +435,12 @@ __device__ __forceinline__ void wgmma_rs_n256_f32_f16(float* d, const uint32_t* 
       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n256_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n256_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
@@ -428,11 +461,12 @@ __device__ __forceinline__ void wgmma_n256_f32_bf16(float* d, uint64_t desc_a, u
       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n256_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n256_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
@@ -453,11 +487,12 @@ __device__ __forceinline__ void wgmma_rs_n256_f32_bf16(float* d, const uint32_t*
       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_n256_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_n256_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 "
@@ -470,11 +505,12 @@ __device__ __forceinline__ void wgmma_n256_f16_f16(uint32_t* d, uint64_t desc_a,
       "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
       "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
       "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_rs_n256_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b) {
+__device__ __forceinline__ void wgmma_rs_n256_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b,
+                                                     uint32_t scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 "
@@ -487,5 +523,5 @@ __device__ __forceinline__ void wgmma_rs_n256_f16_f16(uint32_t* d, const uint32_
       "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
       "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
       "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
