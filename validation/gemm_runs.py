@@ -20,12 +20,14 @@ printed last. Sweeps:
   heldout14   issue 14's held-out set (validation/heldout14.py: 18 seeded one-dimensional sweeps
               + 14 single points, 88 configurations), sustained mode only (2 s, steady 1 s), no
               cuBLAS loops; records carry their sweep (heldout_sweep, sweep_dim, sweep_value).
+  heldout15   the same design drawn with a new seed (validation/heldout15.py, 88 configurations,
+              none recorded before), run like heldout14; records carry "heldout": "issue14-15".
 
-Sustained mode (--sustain-s S, always for heldout13/14): each configuration runs back to back for S
-seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and (except heldout14)
-the 6 largest distinct shapes also get a sustained cuBLAS loop. Records (kind gemm_sustained) go to one JSONL,
-the raw NVML samples to another (few files come back from the GPU machine); `--split FILE --out
-DIR` writes the JSONL's records as one file each.
+Sustained mode (--sustain-s S, always for heldout13/14/15): each configuration runs back to back
+for S seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and (heldout13
+only among the held-out sets) the 6 largest distinct shapes also get a sustained cuBLAS loop.
+Records (kind gemm_sustained) go to one JSONL, the raw NVML samples to another (few files come back
+from the GPU machine); `--split FILE --out DIR` writes the JSONL's records as one file each.
 Code here runs on the GPU machine: no simpy/pydantic; cupy only inside functions.
 """
 
@@ -44,7 +46,7 @@ import traceback
 
 from isa.errors import InputError
 from kernels.params import GemmParams
-from validation import harness, heldout13, heldout14
+from validation import harness, heldout13, heldout14, heldout15
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import (append_jsonl, device_provenance, record_dict, split_jsonl,
                                    write_record)
@@ -161,16 +163,18 @@ def sweep_elect() -> list[GemmParams]:
 
 SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation,
           "shapes": sweep_shapes, "elect": sweep_elect, heldout13.SWEEP_NAME: heldout13.sweep,
-          heldout14.SWEEP_NAME: heldout14.sweep}
+          heldout14.SWEEP_NAME: heldout14.sweep, heldout15.SWEEP_NAME: heldout15.sweep}
 #: sweeps that run only in sustained mode -> their default (--sustain-s, --steady-s) (s)
 SUSTAINED_ONLY = {heldout13.SWEEP_NAME: (3.0, 1.5),
-                  heldout14.SWEEP_NAME: (heldout14.SUSTAIN_S, heldout14.STEADY_S)}
+                  heldout14.SWEEP_NAME: (heldout14.SUSTAIN_S, heldout14.STEADY_S),
+                  heldout15.SWEEP_NAME: (heldout15.SUSTAIN_S, heldout15.STEADY_S)}
 DEFAULT_STEADY_S = 1.5
 #: record fields of a sweep's records beyond the common ones (the held-out marker, the sweep)
 SWEEP_FIELDS = {heldout13.SWEEP_NAME: lambda p: {"heldout": heldout13.HELDOUT_TAG},
-                heldout14.SWEEP_NAME: heldout14.record_fields}
+                heldout14.SWEEP_NAME: heldout14.record_fields,
+                heldout15.SWEEP_NAME: heldout15.record_fields}
 #: which configurations of a sustained sweep also get a cuBLAS loop (default: heldout13's rule)
-CUBLAS_PICKS = {heldout14.SWEEP_NAME: lambda params: set()}
+CUBLAS_PICKS = {heldout14.SWEEP_NAME: lambda params: set(), heldout15.SWEEP_NAME: lambda params: set()}
 SUSTAINED_KIND = "gemm_sustained"
 
 

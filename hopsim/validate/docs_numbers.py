@@ -243,36 +243,58 @@ def heldout() -> str:
             f"Held out, issue 15 (`validation/reports/h100/portfolio/`, model `{d['model_fingerprint'][:12]}`): "
             f"{st['n']} memory-bound points (vecadd, copy; 1M..1G floats) time MAPE {_pct(st)}, worst "
             f"{st['worst_pct']:+.0f}%, {st['within_10pct']} within 10%.\n")
-    h = REPORT_DIR / "heldout14" / "compare.json"
-    if h.exists():
-        d = json.loads(h.read_text())
-        s, m = d["summary"], d["summary"]["metrics"]
-        tp, tm = s["time_at_predicted_clock"], s["time_at_measured_clock"]
-        out.append(
-            f"Held out, issue 14 (`validation/reports/h100/heldout14/`, model `{d['model_fingerprint'][:12]}`): "
-            f"{s['n_simulated']} GEMM benchmark loops (18 one-knob sweeps + single points) never simulated "
-            f"before; time MAPE {_pct(tp)} at the predicted clock (worst {tp['worst_pct']:+.0f}%, "
-            f"{tp['within_10pct']} within 10%), {_pct(tm)} at the measured clock (worst {tm['worst_pct']:+.0f}%); "
-            f"best configuration of a sweep agrees in {m['best_agrees_pct_predicted_clock']:.0f}% of sweeps at "
-            f"the predicted clock, {m['best_agrees_pct_measured_clock']:.0f}% at the measured; SM clock MAPE "
-            f"{_pct(s['clock'])} ({s['clock']['within_5pct']} within 5%), power MAPE {_pct(s['power_nvml'])} "
-            f"({s['power_nvml']['within_10pct']} within 10%).\n")
-    for name, what in PORTFOLIO_SETS:
-        p = REPORT_DIR / name / "portfolio.json"
-        if p.exists():
-            d = json.loads(p.read_text())
-            st = d["summary"]["all, at the predicted clock"]
-            out.append(
-                f"Held out, issue 15 (`{p.parent.relative_to(ROOT).as_posix()}/`, model `{d['model_fingerprint'][:12]}`): "
-                f"{st['n']} {what}: time MAPE {_pct(st)}, worst {st['worst_pct']:+.0f}%, "
-                f"{st['within_10pct']} within 10%.\n")
+    for kind, name, words in LATER_SETS:
+        line = (_sweep_set_line if kind == "sweeps" else _portfolio_line)(REPORT_DIR / name, words)
+        if line:
+            out.append(line)
     return "".join(out) or "No held-out set has been compared yet.\n"
 
 
-#: The later memory-bound held-out sets (report folder, what it holds), in the order measured.
-PORTFOLIO_SETS = (("portfolio_heldout2", "vecadd/copy points at new sizes (1.5M..192M floats)"),
-                  ("portfolio_rowwise", "row reduction / row softmax points (one warp or one CTA per row)"),
-                  ("portfolio_tmacopy", "TMA copy points (boxes, swizzles, stages, persistent CTAs)"))
+#: The later held-out sets (kind, report folder, what it holds), in the order measured; a set
+#: without a committed report (not compared yet) is left out. "sweeps": issue 14's design
+#: (hopsim.validate.heldout --set heldout14|heldout15, compare.json); "portfolio": the memory-bound
+#: families (hopsim.validate.portfolio_compare, portfolio.json).
+LATER_SETS = (
+    ("sweeps", "heldout14", "issue 14"),
+    ("portfolio", "portfolio_heldout2", "vecadd/copy points at new sizes (1.5M..192M floats)"),
+    ("portfolio", "portfolio_rowwise", "row reduction / row softmax points (one warp or one CTA per row)"),
+    ("portfolio", "portfolio_tmacopy", "TMA copy points (boxes, swizzles, stages, persistent CTAs)"),
+    ("sweeps", "heldout15", "issues 14-15 (third GEMM set, seed 1520261124)"),
+    ("portfolio", "portfolio_heldout3", "vecadd/copy points at the third set's sizes (2.5M..960M floats)"),
+    ("portfolio", "portfolio_rowwise_heldout3", "row reduction / row softmax points of the third set"),
+    ("portfolio", "portfolio_tmacopy_heldout3", "TMA copy points of the third set"),
+)
+
+
+def _sweep_set_line(folder: pathlib.Path, words: str) -> str | None:
+    """README's line for a compared set of issue 14's design (None: no committed report)."""
+    h = folder / "compare.json"
+    if not h.exists():
+        return None
+    d = json.loads(h.read_text())
+    s, m = d["summary"], d["summary"]["metrics"]
+    tp, tm = s["time_at_predicted_clock"], s["time_at_measured_clock"]
+    return (
+        f"Held out, {words} (`validation/reports/h100/{folder.name}/`, model `{d['model_fingerprint'][:12]}`): "
+        f"{s['n_simulated']} GEMM benchmark loops (18 one-knob sweeps + single points) never simulated "
+        f"before; time MAPE {_pct(tp)} at the predicted clock (worst {tp['worst_pct']:+.0f}%, "
+        f"{tp['within_10pct']} within 10%), {_pct(tm)} at the measured clock (worst {tm['worst_pct']:+.0f}%); "
+        f"best configuration of a sweep agrees in {m['best_agrees_pct_predicted_clock']:.0f}% of sweeps at "
+        f"the predicted clock, {m['best_agrees_pct_measured_clock']:.0f}% at the measured; SM clock MAPE "
+        f"{_pct(s['clock'])} ({s['clock']['within_5pct']} within 5%), power MAPE {_pct(s['power_nvml'])} "
+        f"({s['power_nvml']['within_10pct']} within 10%).\n")
+
+
+def _portfolio_line(folder: pathlib.Path, words: str) -> str | None:
+    """README's line for a compared memory-bound set (None: no committed report)."""
+    p = folder / "portfolio.json"
+    if not p.exists():
+        return None
+    d = json.loads(p.read_text())
+    st = d["summary"]["all, at the predicted clock"]
+    return (f"Held out, issue 15 (`validation/reports/h100/{folder.name}/`, model `{d['model_fingerprint'][:12]}`): "
+            f"{st['n']} {words}: time MAPE {_pct(st)}, worst {st['worst_pct']:+.0f}%, "
+            f"{st['within_10pct']} within 10%.\n")
 
 
 def heldout13_table() -> str:

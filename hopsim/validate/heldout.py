@@ -3,10 +3,12 @@
     python3 -m hopsim.validate.heldout --records validation/records/h100/heldout13 \
         --out validation/reports/h100/heldout13 [--jobs 2]
     python3 -m hopsim.validate.heldout --set heldout14 --records DIR --out DIR [--jobs 2]
+    python3 -m hopsim.validate.heldout --set heldout15 --records DIR --out DIR [--jobs 2]
 
 `--set` picks the held-out set (default heldout13: heldout.json / heldout.md, issue 13's table;
-heldout14: compare.json / report.md with issue 14's sweep metrics and targets,
-hopsim/validate/heldout14_report.py). Records of another set are refused with heldout14.
+heldout14 and heldout15 (one design, two seeds): compare.json / report.md with issue 14's sweep
+metrics and targets, hopsim/validate/heldout14_report.py). Records of another set are refused with
+heldout14 and heldout15.
 
 A held-out set is measured on the H100 after the model is frozen (its fingerprint is written in
 the report) and compared once; the first comparison is published as it came out. Each record
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import functools
 import json
 import os
 import pathlib
@@ -38,6 +41,7 @@ from isa.errors import InputError
 from hopsim.validate import heldout14_report
 from hopsim.validate.heldout_metrics import err as _err
 from hopsim.validate.heldout_metrics import stats as _stats
+from validation import heldout14, heldout15
 
 KNOBS = ("m", "n", "k", "dtype", "accum", "layout", "stages", "box_rows", "swizzle", "variant",
          "consumers", "ctas_per_sm", "epilogue", "raster", "group_m", "tma_issuer")
@@ -210,12 +214,20 @@ def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, e
     return 0
 
 
-#: --set -> how that set is loaded, summarised and written (compare_one is the same for both)
+def _sweep_set(hset) -> dict:
+    """How a set of issue 14's design (validation/heldout14.py, heldout15.py) is loaded, summarised
+    and written: only its members, heldout14_report's metrics and report."""
+    return dict(name=hset.SWEEP_NAME, load=lambda d: heldout14_report.only_members(load(d), hset),
+                summarise=functools.partial(heldout14_report.summarise, hset=hset),
+                markdown=functools.partial(heldout14_report.markdown, hset=hset),
+                files=("compare.json", "report.md"))
+
+
+#: --set -> how that set is loaded, summarised and written (compare_one is the same for all)
 SETS = {
     "heldout13": dict(name="heldout", load=load, summarise=summarise, markdown=markdown),
-    "heldout14": dict(name="heldout14", load=lambda d: heldout14_report.only_members(load(d)),
-                      summarise=heldout14_report.summarise, markdown=heldout14_report.markdown,
-                      files=("compare.json", "report.md")),
+    "heldout14": _sweep_set(heldout14),
+    "heldout15": _sweep_set(heldout15),
 }
 
 

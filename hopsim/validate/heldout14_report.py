@@ -1,8 +1,11 @@
-"""Issue 14's held-out comparison: the summary, the fixed targets and report.md of `--set heldout14`.
+"""Issue 14's held-out comparison: the summary, the fixed targets and report.md of `--set heldout14`
+and `--set heldout15`.
 
-    python3 -m hopsim.validate.heldout --set heldout14 --records DIR --out DIR [--jobs 2]
+    python3 -m hopsim.validate.heldout --set heldout14|heldout15 --records DIR --out DIR [--jobs 2]
 
-The set (validation/heldout14.py: 18 one-dimensional sweeps + 14 single points) is measured on
+A set (validation/heldout14.py, validation/heldout15.py: one design, validation/heldout_draw.py,
+18 one-dimensional sweeps + single points, two seeds) is passed as its module (`hset`: sweeps(),
+membership(), SWEEP_NAME, SEED); every function defaults to heldout14. It is measured on
 the H100 as benchmark loops after the model is frozen, and compared once; compare.json and
 report.md keep the model fingerprint (`hopsim config show`'s). Each record is simulated twice by
 `heldout.compare_one`: at the predicted clock (`--clock sustained`, the real prediction) and at
@@ -14,6 +17,7 @@ The targets are the issues' numbers, written here as constants (never derived fr
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Sequence
 
 from hopsim.validate.heldout_metrics import (SweepFit, Target, failed_row, judge, stats,
@@ -41,14 +45,15 @@ TARGETS = (
 )
 
 
-def only_members(recs: list[dict]) -> list[dict]:
+def only_members(recs: list[dict], hset: ModuleType = heldout14) -> list[dict]:
     """The records, all of which must belong to the set; InputError names the first that does
     not (a wrong --records directory, or a device that drew another set)."""
-    members = heldout14.membership()
+    members = hset.membership()
+    name = hset.SWEEP_NAME
     for r in recs:
         if r.get("tag") not in members:
-            raise InputError("record", r.get("tag"), "a configuration of the heldout14 set "
-                             "(validation/heldout14.py); is --records the heldout14 run?")
+            raise InputError("record", r.get("tag"), f"a configuration of the {name} set "
+                             f"(validation/{name}.py); is --records the {name} run?")
     return recs
 
 
@@ -89,11 +94,13 @@ def _flat(summary: dict) -> dict:
     }
 
 
-def summarise(rows: list[dict], sweeps: Sequence | None = None, members: dict | None = None) -> dict:
+def summarise(rows: list[dict], sweeps: Sequence | None = None, members: dict | None = None,
+              hset: ModuleType = heldout14) -> dict:
     """Every metric of the comparison, the sweep rows of both bases and the judged targets.
-    `sweeps`/`members` default to the set's (validation/heldout14.py); tests pass their own."""
-    sweeps = heldout14.sweeps() if sweeps is None else sweeps
-    members = heldout14.membership() if members is None else members
+    `sweeps`/`members` default to the set's (`hset`, validation/heldout14.py unless given); tests
+    pass their own."""
+    sweeps = hset.sweeps() if sweeps is None else sweeps
+    members = hset.membership() if members is None else members
     ok = [r for r in rows if "error" not in r]
     by_tag = {r["tag"]: r for r in rows}
     summary = {
@@ -218,13 +225,19 @@ def _config_table(rows: list[dict], members: dict) -> list[str]:
          "err clock", "err power", "err time (pred / meas clk)"], out) + [""]
 
 
+#: set name -> the words of report.md's title (heldout14's as first published)
+TITLES = {"heldout14": "issue 14"}
+
+
 def markdown(summary: dict, rows: list[dict], fingerprint: str, basis: str,
-             members: dict | None = None) -> str:
-    members = heldout14.membership() if members is None else members
+             members: dict | None = None, hset: ModuleType = heldout14) -> str:
+    members = hset.membership() if members is None else members
     s = summary
-    lines = ["# Held-out comparison, issue 14: sustained GEMM loops on the H100 vs the frozen model", "",
+    name = hset.SWEEP_NAME
+    title = TITLES.get(name, f"{name} (issues 14 and 15, seed {hset.SEED})")
+    lines = [f"# Held-out comparison, {title}: sustained GEMM loops on the H100 vs the frozen model", "",
              f"Model fingerprint: `{fingerprint}`. {basis}".rstrip(), "",
-             f"Set: validation/heldout14.py (seed {heldout14.SEED}), {s['n_set']} configurations; "
+             f"Set: validation/{name}.py (seed {hset.SEED}), {s['n_set']} configurations; "
              f"{s['n_records']} measured, {s['n_simulated']} simulated"
              + (f"; not measured: {len(s['not_measured'])}" if s["not_measured"] else "")
              + (f"; simulation errors: {len(s['simulation_errors'])}" if s["simulation_errors"] else "") + ".",

@@ -1,0 +1,78 @@
+"""The third held-out GEMM set (issues 14 and 15): heldout14's design drawn again with a new seed.
+
+Same design as validation/heldout14.py (validation/heldout_draw.py: 18 seeded one-dimensional
+sweeps of PLAN, coverage enumerated, + single points, sustained mode 2 s with the last 1 s steady,
+no cuBLAS loops), drawn with SEED 1520261124 (2026-11-24, before the model freeze of the
+session's third part). Records carry `"heldout": "issue14-15"` and their sweep.
+
+Exclusion rule: no point may have the tag of a configuration already recorded anywhere under
+validation/records/h100/ (any kind, any folder, `"tag"` fields of *.json / *.jsonl), other than
+this set's own records (validation/records/h100/heldout15/, written after the freeze): a
+candidate sweep or single point with such a tag is rejected like an invalid draw. The drawn set
+is pinned by its tags' digest (tests/validation/test_heldout15_set.py), so a later record cannot
+silently change it.
+
+Drawn once; never change SEED or N_SINGLE, and never simulate these configurations before the
+freeze (`gemm_runs --sweep heldout15 --list` prints them without simulating). Compared once by
+`python3 -m hopsim.validate.heldout --set heldout15`. Pure Python: no GPU, no simulator.
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+
+from kernels.params import GemmParams
+from validation import heldout13, heldout_draw
+from validation.heldout_draw import MAX_FLOPS, MIN_FLOPS, MIN_POINTS, Sweep  # noqa: F401
+
+SEED = 1520261124  # drawn 2026-11-24 for the third session's freeze; fixed forever
+SWEEP_NAME = "heldout15"
+HELDOUT_TAG = "issue14-15"
+N_SINGLE = 14
+RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
+
+
+@functools.lru_cache(maxsize=1)
+def held_set() -> heldout_draw.HeldoutSet:
+    """The set's drawing parameters, its exclusion read from the committed records."""
+    return heldout_draw.HeldoutSet(name=SWEEP_NAME, tag=HELDOUT_TAG, seed=SEED, n_single=N_SINGLE,
+                                   exclude=heldout_draw.recorded_tags(RECORDS, skip=(SWEEP_NAME,)))
+
+
+@functools.lru_cache(maxsize=1)
+def sweeps() -> tuple[Sweep, ...]:
+    """The 18 sweeps of PLAN, each from its own seeded stream (deterministic)."""
+    return heldout_draw.draw_sweeps(held_set())
+
+
+@functools.lru_cache(maxsize=1)
+def singles() -> tuple[GemmParams, ...]:
+    """The N_SINGLE single points: strata and K bins in turn (issue 13's strata)."""
+    return heldout_draw.draw_singles(held_set())
+
+
+def sweep() -> list[GemmParams]:
+    """The set `gemm_runs --sweep heldout15` runs, in run order (heldout_draw.run_order)."""
+    return heldout_draw.run_order(sweeps(), singles())
+
+
+@functools.lru_cache(maxsize=1)
+def membership() -> dict[str, dict]:
+    """tag -> its sweep, knob and value label (heldout_draw.membership)."""
+    return heldout_draw.membership(sweeps(), singles())
+
+
+def record_fields(p: GemmParams) -> dict:
+    """The fields a heldout15 record carries beyond the common ones."""
+    return {"heldout": HELDOUT_TAG, **membership().get(p.tag, {})}
+
+
+#: the recommended run (heldout14's): 2 s back to back per configuration, statistics over the last 1 s
+SUSTAIN_S = 2.0
+STEADY_S = 1.0
+
+
+def plan_seconds(params: list[GemmParams], sustain_s: float = SUSTAIN_S) -> float:
+    """Estimated wall seconds on the H100 machine (heldout13's plan; no cuBLAS loops)."""
+    return heldout13.plan_seconds(params, sustain_s, 0)
