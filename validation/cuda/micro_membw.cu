@@ -1,0 +1,187 @@
+// Memory-bound mechanism microbenchmarks (issue 15: the memory-bound portfolio's mechanisms, measured
+// apart from the portfolio kernels). Run by `python3 -m validation.micro_membw` (plan and schema:
+// validation/membw_plan.py). sm_90a; plain PTX loads and stores.
+//
+// mb_chain_{cg,ca}_v{4,8,16}
+//     load-use chain: every warp walks a row of `trips` x (32 or blockDim) vectors with ONE vector load
+//     per trip, used before the next load (#pragma unroll 1; the row kernels' loop shape), `passes`
+//     passes over the same row (pass 0 reads HBM: the row was never read before; later passes re-read it
+//     from L2/L1). layout 0: each warp its own row (lane l: vectors l, l+32, ...); layout 1: each CTA one
+//     row (thread t: vectors t, t+blockDim, ...). Lane 0 of every warp writes
+//     times[(warp_global * (passes + 1)) + p] = clock64 cycles of pass p, and [.. + passes] = smid.
+// mb_stream_v{4,16}_u{1,4,8}
+//     streaming read: every thread issues U independent ld.global.cg of V bytes (i, i+S, .., S = grid
+//     threads) before folding them, `rounds` passes over n vectors (rounds > 1: re-reads of the same
+//     footprint; whether they hit L2 is what the reuse family measures).
+// mb_copy_v{4,8,16}_u{1,2}
+//     copy: U loads (ld.global.cg) then U st.global of the same index, grid-stride, `rounds` passes
+//     (U = 1: the grid-stride copy's one load in flight per thread, the stores interleaved).
+// Every stream/copy kernel: thread 0 of each CTA writes stamps[6*cta + {smid, clk0, clk1, gt0, gt1, 0}]
+// after a __syncthreads at its end. Dynamic shared memory (unused) pins the CTAs per SM.
+#include <stdint.h>
+
+__device__ __forceinline__ uint64_t mb_gtimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ uint32_t mb_smid() {
+  uint32_t s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+
+struct W4 { uint32_t x; };
+struct W8 { uint32_t x, y; };
+struct W16 { uint32_t x, y, z, w; };
+
+#define MB_LD(OP)                                                                                    \
+  __device__ __forceinline__ W4 mb_ld_##OP(const W4* p) {                                            \
+    W4 v;                                                                                            \
+    asm volatile("ld.global." #OP ".u32 %0, [%1];" : "=r"(v.x) : "l"(p));                            \
+    return v;                                                                                        \
+  }                                                                                                  \
+  __device__ __forceinline__ W8 mb_ld_##OP(const W8* p) {                                            \
+    W8 v;                                                                                            \
+    asm volatile("ld.global." #OP ".v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));        \
+    return v;                                                                                        \
+  }                                                                                                  \
+  __device__ __forceinline__ W16 mb_ld_##OP(const W16* p) {                                          \
+    W16 v;                                                                                           \
+    asm volatile("ld.global." #OP ".v4.u32 {%0, %1, %2, %3}, [%4];"                                  \
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                             \
+    return v;                                                                                        \
+  }
+MB_LD(cg)
+MB_LD(ca)
+
+__device__ __forceinline__ void mb_st(W4* p, W4 v) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v.x) : "memory"); }
+__device__ __forceinline__ void mb_st(W8* p, W8 v) {
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+}
+__device__ __forceinline__ void mb_st(W16* p, W16 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ uint32_t mb_fold(W4 v) { return v.x; }
+__device__ __forceinline__ uint32_t mb_fold(W8 v) { return v.x ^ v.y; }
+__device__ __forceinline__ uint32_t mb_fold(W16 v) { return v.x ^ v.y ^ v.z ^ v.w; }
+
+struct MbStamp {
+  long long c0;
+  uint64_t g0;
+  __device__ __forceinline__ MbStamp() : c0(clock64()), g0(mb_gtimer()) {}
+  __device__ __forceinline__ void finish(long long* stamps) const {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      long long* s = stamps + 6 * blockIdx.x;
+      s[0] = mb_smid();
+      s[1] = c0;
+      s[2] = clock64();
+      s[3] = static_cast<long long>(g0);
+      s[4] = static_cast<long long>(mb_gtimer());
+      s[5] = 0;
+    }
+  }
+};
+
+// ---------------------------------------------------------------- load-use chain
+#define MB_CHAIN(OP, VB)                                                                             \
+  extern "C" __global__ void __launch_bounds__(1024, 2) mb_chain_##OP##_v##VB(                         \
+      const W##VB* __restrict__ buf, int trips, int passes, int layout, long long* __restrict__ times, \
+      uint32_t* __restrict__ sink) {                                                                 \
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpc = blockDim.x >> 5;               \
+    const long long wg = static_cast<long long>(blockIdx.x) * wpc + warp;                            \
+    const W##VB* p;                                                                                  \
+    int step;                                                                                        \
+    if (layout == 0) {                                                                               \
+      p = buf + wg * (32LL * trips) + lane;                                                          \
+      step = 32;                                                                                     \
+    } else {                                                                                         \
+      p = buf + static_cast<long long>(blockIdx.x) * (static_cast<long long>(blockDim.x) * trips) + threadIdx.x; \
+      step = blockDim.x;                                                                             \
+    }                                                                                                \
+    uint32_t x = 0;                                                                                  \
+    long long* t = times + wg * (passes + 1);                                                        \
+    for (int ps = 0; ps < passes; ++ps) {                                                            \
+      const long long c0 = clock64();                                                                \
+      _Pragma("unroll 1") for (int k = 0; k < trips; ++k) x = x * 3u + mb_fold(mb_ld_##OP(p + static_cast<long long>(k) * step)); \
+      const long long c1 = clock64() + (x == 0x9e3779b9u ? 1 : 0); /* the pass ends after its last use */ \
+      if (lane == 0) t[ps] = c1 - c0;                                                                \
+    }                                                                                                \
+    if (lane == 0) t[passes] = mb_smid();                                                            \
+    sink[wg * 32 + lane] = x;                                                                        \
+  }
+MB_CHAIN(cg, 4)
+MB_CHAIN(cg, 8)
+MB_CHAIN(cg, 16)
+MB_CHAIN(ca, 4)
+MB_CHAIN(ca, 16)
+
+// ---------------------------------------------------------------- streams
+template <typename V, int U>
+__device__ __forceinline__ void mb_read(const V* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,
+                                        long long* __restrict__ stamps) {
+  const MbStamp st;
+  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
+  uint32_t x = 0;
+  for (int r = 0; r < rounds; ++r) {
+    long long i = tid;
+    for (; i + (U - 1) * S < n; i += U * S) {
+      V v[U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) v[k] = mb_ld_cg(buf + i + k * S);
+#pragma unroll
+      for (int k = 0; k < U; ++k) x = x * 3u + mb_fold(v[k]);
+    }
+    for (; i < n; i += S) x = x * 3u + mb_fold(mb_ld_cg(buf + i));
+  }
+  sink[tid] = x;
+  st.finish(stamps);
+}
+
+template <typename V, int U>
+__device__ __forceinline__ void mb_copy(const V* __restrict__ src, V* __restrict__ dst, long long n, int rounds,
+                                        long long* __restrict__ stamps) {
+  const MbStamp st;
+  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (int r = 0; r < rounds; ++r) {
+    long long i = tid;
+#pragma unroll 1
+    for (; i + (U - 1) * S < n; i += U * S) {
+      V v[U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) v[k] = mb_ld_cg(src + i + k * S);
+#pragma unroll
+      for (int k = 0; k < U; ++k) mb_st(dst + i + k * S, v[k]);
+    }
+#pragma unroll 1
+    for (; i < n; i += S) mb_st(dst + i, mb_ld_cg(src + i));
+  }
+  st.finish(stamps);
+}
+
+#define MB_READ(VB, U)                                                                               \
+  extern "C" __global__ void __launch_bounds__(1024, 2) mb_stream_v##VB##_u##U(                        \
+      const W##VB* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,           \
+      long long* __restrict__ stamps) {                                                              \
+    mb_read<W##VB, U>(buf, n, rounds, sink, stamps);                                                 \
+  }
+MB_READ(4, 1)
+MB_READ(4, 8)
+MB_READ(16, 1)
+MB_READ(16, 4)
+
+#define MB_COPY(VB, U)                                                                               \
+  extern "C" __global__ void __launch_bounds__(1024, 2) mb_copy_v##VB##_u##U(                          \
+      const W##VB* __restrict__ src, W##VB* __restrict__ dst, long long n, int rounds,               \
+      long long* __restrict__ stamps) {                                                              \
+    mb_copy<W##VB, U>(src, dst, n, rounds, stamps);                                                  \
+  }
+MB_COPY(4, 1)
+MB_COPY(4, 2)
+MB_COPY(8, 1)
+MB_COPY(16, 1)
+MB_COPY(16, 2)
