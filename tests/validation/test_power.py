@@ -221,7 +221,7 @@ def test_light_plan_selection_fits_its_budget():
     load_s = sum(p["seconds"] + run.SETUP_S for p in pts)
     assert load_s <= 120.0                      # GPU time of the light run (compile overlaps idle)
     for prefix in ("light_resident_sleep", "light_resident_poll", "light_tma_req", "light_pipe_",
-                   "light_wgswz32", "light_churn_"):
+                   "light_wgswz32", "light_wgmma_bf16f32_duty10", "light_churn_"):
         assert any(p["name"].startswith(prefix) for p in pts), prefix
 
 

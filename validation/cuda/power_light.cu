@@ -10,7 +10,8 @@
 //             counts[0] = warp-level loop iterations (waits / polls issued).
 //   tma_req   one thread per CTA issues cp.async.bulk (L2-resident source) of `req_bytes` each,
 //             `inflight` bytes per round on one mbarrier, waits, repeats: the same bytes in many
-//             small requests (8-row boxes) or few large ones. counts[0] = bytes, counts[1] = requests.
+//             small requests (8-row boxes) or few large ones; gap_ns of sleep after each round
+//             lowers the rate. counts[0] = bytes, counts[1] = requests.
 //   pipe      a GEMM-like CTA: producer thread streams 40 KB stages (A 64x64 + B 256x64 f16,
 //             random values) from L2 by cp.async.bulk in `req_bytes` requests into S stages
 //             (full/empty mbarriers); one consumer warpgroup waits on full[s], issues 4 x
@@ -75,7 +76,7 @@ extern "C" __global__ void resident(unsigned long long* counts, unsigned int* sm
 extern "C" __global__ void __launch_bounds__(32, 1)
     tma_req(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts,
             unsigned int* smids, unsigned long long duration_ns, unsigned int req_bytes,
-            unsigned int inflight) {
+            unsigned int inflight, unsigned int gap_ns) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t bar_obj;
   if (threadIdx.x != 0) return;
@@ -101,6 +102,10 @@ extern "C" __global__ void __launch_bounds__(32, 1)
     parity ^= 1;
     bytes += (unsigned long long)n_req * req_bytes;
     reqs += n_req;
+    if (gap_ns) {  // a lower byte rate at the same request size: is there a step when L2 is busy?
+      const unsigned long long tg = sm90::globaltimer_ns();
+      while (sm90::globaltimer_ns() - tg < gap_ns) __nanosleep(500);
+    }
   }
   atomicAdd(&counts[0], bytes);
   atomicAdd(&counts[1], reqs);
@@ -115,7 +120,7 @@ extern "C" __global__ void __launch_bounds__(160, 1)
          float* sink, unsigned long long duration_ns, unsigned int req_bytes, int stages) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full[PIPE_MAX_STAGES], empty[PIPE_MAX_STAGES];
-  __shared__ volatile int stop;
+  __shared__ volatile int stopf[PIPE_MAX_STAGES];  // per stage: no race with a consumer behind
   const uint32_t raw = sm90::smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   if (threadIdx.x == 0) {
@@ -123,8 +128,8 @@ extern "C" __global__ void __launch_bounds__(160, 1)
     for (int s = 0; s < stages; ++s) {
       sm90::mbar_init(sm90::smem_u32(&full[s]), 1);
       sm90::mbar_init(sm90::smem_u32(&empty[s]), 4);  // lane 0 of each consumer warp
+      stopf[s] = 0;
     }
-    stop = 0;
     sm90::fence_mbar_init();
   }
   __syncthreads();
@@ -140,8 +145,8 @@ extern "C" __global__ void __launch_bounds__(160, 1)
       if (round > 0) sm90::mbar_wait(sm90::smem_u32(&empty[s]), (round - 1) & 1);
       const uint32_t fb = sm90::smem_u32(&full[s]);
       if (expired(t0, duration_ns)) {
-        stop = 1;
-        sm90::mbar_arrive(fb);  // release: the consumer sees stop after its wait
+        stopf[s] = 1;           // stage s is free: its consumer has passed its last read of stopf[s]
+        sm90::mbar_arrive(fb);  // release: the consumer sees stopf[s] after its wait
         break;
       }
       sm90::mbar_arrive_expect_tx(fb, n_req * req_bytes);
@@ -167,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(160, 1)
   for (unsigned int it = 0;; ++it) {
     const int s = it % stages;
     sm90::mbar_wait(sm90::smem_u32(&full[s]), (it / stages) & 1);
-    if (stop) break;
+    if (stopf[s]) break;  // every earlier stage was consumed: no copy in flight at exit
     const uint32_t sa = base + s * PIPE_STAGE, sb = sa + PIPE_A;
     sm90::wgmma_fence();
 #pragma unroll

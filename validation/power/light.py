@@ -11,12 +11,15 @@ launch/teardown and the launch train of a benchmark loop. Each point loads ONE o
 Families (record field `family` = "light"; `event` names counters[0]; `rates_per_s` has all):
   light_resident_{sleep,poll}_sm{N}_w{W}  N CTAs (one per SM: 120 KB of shared memory each) of W
         warps that only wait (nanosleep / mbarrier.try_wait poll). rates: warp_iterations.
-  light_tma_req{B}                        132 CTAs, one thread, cp.async.bulk of B bytes each,
-        96 KB in flight per CTA, L2-resident 8 MB source. rates: bytes, requests.
+  light_tma_req{B}[_gap{G}us]             132 CTAs, one thread, cp.async.bulk of B bytes each,
+        96 KB in flight per CTA, L2-resident 8 MB source, G us of sleep between rounds (a low
+        byte rate: is L2/TMA activity a step plus a slope?). rates: bytes, requests.
   light_pipe_req{B}_s{S}                  GEMM-like producer/consumer CTA per SM (40 KB stages,
         B-byte requests, S stages). rates: wgmma, bytes, requests.
   light_wgswz{SP}_duty{D}                 the f16->f32 burner at D % duty with SP-byte swizzle
         descriptors. rates: wgmma.
+  light_wgmma_{f16f32,bf16f32}_duty10      the burner of benches.py at 10 % duty (bf16 vs f16 at low
+        duty). rate: wgmma.
   light_churn_g{G}_sleep{U}us             back-to-back launches of G CTAs x 128 threads that
         sleep U us and exit. rates: ctas, launches.
 cupy is imported lazily (GPU machine only).
@@ -100,8 +103,9 @@ def resident_point(mode: str, sms: int, warps: int, duration_s: float, sleep_ns:
     return res
 
 
-def tma_req_point(req_bytes: int, duration_s: float, launch_s: float = 0.2) -> dict:
-    """Every SM: one thread issuing cp.async.bulk of req_bytes from an L2-resident buffer."""
+def tma_req_point(req_bytes: int, duration_s: float, gap_us: float = 0.0, launch_s: float = 0.2) -> dict:
+    """Every SM: one thread issuing cp.async.bulk of req_bytes from an L2-resident buffer, 96 KB
+    per round, then gap_us of sleep (0: back to back)."""
     import cupy as cp  # noqa: PLC0415
 
     n_sm = benches.sm_count()
@@ -110,7 +114,7 @@ def tma_req_point(req_bytes: int, duration_s: float, launch_s: float = 0.2) -> d
     counts = cp.zeros(2, dtype=cp.uint64)
     smids = cp.zeros(n_sm, dtype=cp.uint32)
     args = (buf, np.uint64(buf.size), counts, smids, np.uint64(int(launch_s * 1e9)), np.uint32(req_bytes),
-            np.uint32(TMA_INFLIGHT))
+            np.uint32(TMA_INFLIGHT), np.uint32(int(gap_us * 1e3)))
     call = lambda: fn((n_sm,), (32,), args, shared_mem=TMA_INFLIGHT + 1024)  # noqa: E731
     res = benches.measured(duration_s, lambda ps: _chained(call, counts, ("bytes", "requests"), duration_s, launch_s, ps))
     res.update(_smids(smids, n_sm), event="byte landed in shared memory by cp.async.bulk (L2-resident 8 MB)")
@@ -191,15 +195,16 @@ def plan() -> list[dict]:
                 "kw": {**kw, "duration_s": POINT_S}}
 
     pts = []
-    for mode, sms, warps in (("sleep", 132, 4), ("sleep", 66, 4), ("sleep", 132, 16), ("poll", 132, 4),
-                             ("poll", 132, 16)):
+    for mode, sms, warps in (("sleep", 132, 4), ("sleep", 66, 4), ("sleep", 132, 16), ("poll", 132, 4)):
         pts.append(pt(f"light_resident_{mode}_sm{sms}_w{warps}", resident_point, mode=mode, sms=sms, warps=warps))
-    for b in (256, 1024, 16384):
-        pts.append(pt(f"light_tma_req{b}", tma_req_point, req_bytes=b))
+    for b, gap in ((256, 0), (1024, 0), (16384, 0), (16384, 15)):
+        pts.append(pt(f"light_tma_req{b}" + (f"_gap{gap}us" if gap else ""), tma_req_point, req_bytes=b, gap_us=gap))
     for b, s in ((8192, 2), (1024, 2)):
         pts.append(pt(f"light_pipe_req{b}_s{s}", pipe_point, req_bytes=b, stages=s))
     for sp in (128, 64, 32):
         pts.append(pt(f"light_wgswz{sp}_duty40", wgswz_point, swizzle=sp, duty=40))
+    for v in ("f16f32", "bf16f32"):   # bf16 vs f16 energy per FLOP at low duty (burner of benches.py)
+        pts.append(pt(f"light_wgmma_{v}_duty10", benches.wgmma_point, variant=v, duty=10, zero=False))
     for grid, us in ((132 * 16, 2.0), (1, 0.0)):
         pts.append(pt(f"light_churn_g{grid}_sleep{us:g}us", churn_point, grid=grid, sleep_us=us))
     return pts
