@@ -75,6 +75,16 @@ class GpuConfig(BaseModel):
         return self.per_cycle("hbm_write_bytes_per_s")
 
     @property
+    def sm_link_max_bytes_per_cycle(self) -> float:
+        """One SM's L2 -> SM port cap (`timing.sm_link_max_bytes_per_s`) per SM cycle; 0: no cap."""
+        return self.per_cycle("sm_link_max_bytes_per_s")
+
+    @property
+    def l2_residency_bytes(self) -> int:
+        """Bytes the L2 residency (LRU) holds: `spec.l2_bytes` x `timing.l2_effective_capacity_fraction`."""
+        return int(float(self.spec.l2_bytes.value) * float(self.timing.l2_effective_capacity_fraction.value))
+
+    @property
     def hbm_latency_cycles(self) -> float:
         """Load latency of an L2 miss in SM cycles at this run's clock: the L2 hit latency (SM
         clock domain) plus the DRAM access `timing.hbm_extra_latency_ns` (memory clock domain)."""

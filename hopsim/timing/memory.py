@@ -171,7 +171,7 @@ class MemorySystem:
         self.hbm_pipe = self.PIPE("HBM->L2", trace)
         self._reads = 0
         self.port = SharedPort(self) if self.PIPE is GapPipe else None  # requests made without one
-        self.residency = L2Residency(int(gpu.spec.l2_bytes.value))
+        self.residency = L2Residency(gpu.l2_residency_bytes)
         self.jitter = jitter or Jitter()
         self.bytes_from_l2 = 0  # bytes read not fetched from HBM for this read (hits, merged misses)
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
@@ -320,6 +320,8 @@ class SmLink(MemorySystem):
     identical inputs to timing identical (the basis of the memo). Approximation (stated): an SM
     cannot borrow the bandwidth that idle SMs leave unused (e.g. in a partial last wave).
     Its links are plain FIFO `Pipe`s (one SM's requests; the memo compares their `next_free`).
+    `timing.sm_link_max_bytes_per_s` (when set) caps the share: one SM's L2 -> SM port cannot take
+    more than that, however few SMs the grid uses (its HBM share neither: the bytes go through it).
     """
 
     PIPE = Pipe
@@ -335,5 +337,10 @@ class SmLink(MemorySystem):
         self.l2_req /= num_sms
         self.l2_dlv /= num_sms
         self.l2_dlv_req /= num_sms
+        cap = gpu.sm_link_max_bytes_per_cycle  # one SM's L2 -> SM port (0: no cap)
+        if cap:
+            self.l2_bw = min(self.l2_bw, cap)
+            self.l2_dlv = min(self.l2_dlv, cap)
+            self.hbm_bw = min(self.hbm_bw, cap)
         self.l2_pipe.name = f"SM{sm_id}.L2 link"
         self.hbm_pipe.name = f"SM{sm_id}.HBM link"

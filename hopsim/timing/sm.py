@@ -82,6 +82,7 @@ class SM:
         self.mufu = [Pipe(f"SM{sm_id}.SMSP{i}.MUFU", trace) for i in range(n)]
         self.shfl = [Pipe(f"SM{sm_id}.SMSP{i}.SHFL", trace) for i in range(n)]
         self.gld = GmemRequests(gpu)  # ld.global sectors in flight (bound)
+        self.gld_lines = Pipe(f"SM{sm_id}.ld.global lines", trace)  # line requests leaving (gmem_line_issue_cycles)
         self.gmem_requests = 0  # ld/st.global L2 requests (128-B lines touched per warp access)
         self.gmem_sectors = 0  # 32-B sectors those requests move
         self.ctas_run = 0
@@ -177,6 +178,7 @@ class _Consts:
         self.wgmma_sync = float(t.wgmma_sync_cycles.value)
         self.bar_sync = float(t.bar_sync_cycles.value)
         self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
+        self.line_issue = float(t.gmem_line_issue_cycles.value)
         self.banks = int(gpu.spec.smem_banks.value)
         per_smsp = float(gpu.spec.num_subpartitions.value)
         self.mufu_occupancy = 32.0 / (float(gpu.spec.mufu_results_per_clock_per_sm.value) / per_smsp)
@@ -525,8 +527,9 @@ class CtaRun:
         lanes touch (ops_mem.py); each 128-B line touched is one L2 request of its sectors' bytes.
         A store leaves through the SM's store path (FIFO, `gst_bytes_per_cycle_per_sm`) and is
         written to L2 (and back to HBM, memory.py): returns when its sectors have left. A load
-        waits for room among the SM's outstanding sectors (`GmemRequests`) per line: returns when
-        the last line's data is back."""
+        waits for room among the SM's outstanding sectors (`GmemRequests`) per line, each line
+        after the SM's load path has sent it (`gmem_line_issue_cycles` per line, FIFO per SM; 0:
+        all at issue): returns when the last line's data is back."""
         sm = self.sm
         mem = sm.memory
         lines = coalesce(eff.gmem_ranges)
@@ -544,9 +547,12 @@ class CtaRun:
         if planned:
             w = eff.warp
             tl = self.tiles[w]
+        line_issue = self.c.line_issue
         for a, b in lines.items():
             n = b // SECTOR
             sm.gmem_sectors += n
+            if line_issue:  # the SM's load path sends one line request per line_issue cycles (FIFO)
+                issued = sm.gld_lines.reserve(issued, line_issue, "ld.global line")
             if planned:  # L2 residency decided at dispatch (partitioned mode, memo.py)
                 hit, share = self.hits.of(w, len(tl))
                 tl.append((GLINE, (a // LINE,)))

@@ -88,7 +88,7 @@ def _tma_stream(gpu, *, boxes: int, box_bytes: int, rows: int, per_round: int, r
     """One thread per SM streams `boxes` boxes in rounds of `per_round`, at most
     `rounds_in_flight` rounds outstanding; the SM's link is its 1/sms share (all SMs alike).
     Returns SM cycles per box."""
-    link = SmLink(gpu, L2Residency(int(gpu.spec.l2_bytes.value)), sms, 0)
+    link = SmLink(gpu, L2Residency(gpu.l2_residency_bytes), sms, 0)
     tma = TmaUnit(gpu, link)
     wake = float(gpu.timing.mbarrier_wakeup_cycles.value)
     t = 0.0
