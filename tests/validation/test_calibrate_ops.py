@@ -1,0 +1,80 @@
+"""hopsim/validate/calibrate_ops.py on synthetic microbench__ops records made from a known model:
+a warp of 8 independent chains of an op with latency L issues 8 / L instructions per cycle, one
+sub-partition at most 1 / I (I = issue interval), W warps spread over min(W, 4) sub-partitions.
+The fit must give back L and I (and the derived quantities) exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hopsim.validate.calibrate_ops import AUX, OPS_FILE, derive_ops, op_table
+
+WARPS = (1, 2, 4, 8, 16, 32)
+TRUTH = {"fma_f32": (4.0, 0.5), "iadd_xor": (3.0, 0.5), "ex2_ftz": (18.0, 2.0), "shfl_bfly": (23.0, 2.0),
+         "rcp_ftz": (4.0 + 20.0, 2.0), "vote_ballot": (3.0 + 9.0, 1.0)}
+"""op -> (latency of one step, issue interval per sub-partition); rcp_ftz's step is add.ftz (4, as
+fma) + rcp (20); vote_ballot's step is setp (3, as iadd_xor) + vote (9)."""
+
+
+def _spread(v):
+    return {"median": v, "p10": v, "p90": v, "min": v, "max": v, "n": 5}
+
+
+def model_rate(lat: float, interval: float, warps: int, chains: int = 8) -> float:
+    return min(warps * chains / lat, min(warps, 4) / interval)
+
+
+def synthetic_record(truth=TRUTH, mem=None) -> dict:
+    lat, thr = {}, {}
+    for op, (L, interval) in truth.items():
+        lat[op] = {"reg": {"cycles_per_step": _spread(L), "steps": 2048}}
+        thr[op] = {"reg": {str(w): {"warp_inst_per_cycle_per_sm": _spread(model_rate(L, interval, w))} for w in WARPS}}
+    for op, (l_dist, l_same, i_dist, i_same, all_sms) in (mem or {}).items():
+        lat[op] = {"distinct": {"cycles_per_step": _spread(l_dist)}, "same": {"cycles_per_step": _spread(l_same)}}
+        thr[op] = {m: {**{str(w): {"warp_inst_per_cycle_per_sm": _spread(model_rate(lv, iv, w))} for w in WARPS},
+                       "all_sms_32_warps": {"warp_inst_per_cycle_per_sm": _spread(all_sms)}}
+                   for m, lv, iv in (("distinct", l_dist, i_dist), ("same", l_same, i_same))}
+    bars = {"bar_sync": {"1": _spread(20.0), "32": _spread(40.0)}, "bar_pingpong": {"4": _spread(90.0)}}
+    return {"kind": "microbench", "name": "ops", "provenance": {"device_name": "NVIDIA H100 80GB HBM3",
+            "date_utc": "2026-11-24T12:00:00+00:00", "git_commit": "abcdef0123"},
+            "results": {"latency": lat, "throughput": thr, "barriers": bars}}
+
+
+def test_fit_recovers_latency_and_issue_interval():
+    t = op_table(synthetic_record())
+    for op, (L, interval) in TRUTH.items():
+        aux = TRUTH[AUX[op]][0] if op in AUX else 0.0
+        assert t[op].latency_cycles == pytest.approx(L - aux)
+        assert t[op].issue_cycles == pytest.approx(interval)
+        assert t[op].lane_results_per_cycle == pytest.approx(32 * 4 / interval)
+    assert t["rcp_ftz"].latency_cycles == pytest.approx(20.0)
+    assert t["vote_ballot"].latency_cycles == pytest.approx(9.0)
+
+
+def test_warps_at_peak_is_the_fewest_saturating():
+    # fma: 8 chains / 4 cycles = 2 per warp > 1 / 0.5: a warp saturates its sub-partition, so 4 warps
+    # fill the SM; shfl: 8 / 23 per warp, one sub-partition at 1/2 needs 2 warps -> 8 warps
+    t = op_table(synthetic_record())
+    assert t["fma_f32"].warps_at_peak == 4
+    assert t["shfl_bfly"].warps_at_peak == 8
+
+
+def test_memory_ops_keep_both_modes_and_the_all_sm_rate():
+    t = op_table(synthetic_record(truth={}, mem={"atom_shared_add_u32": (40.0, 90.0, 2.0, 32.0, 0.1)}))
+    d, s = t["atom_shared_add_u32"], t["atom_shared_add_u32[same]"]
+    assert (d.latency_cycles, d.latency_same_cycles, d.issue_cycles) == (40.0, 90.0, pytest.approx(2.0))
+    assert s.latency_cycles == 90.0 and s.issue_cycles == pytest.approx(32.0)
+    assert d.all_sms_warp_inst_per_cycle == 0.1
+
+
+def test_derive_ops_names_sources_and_barriers(tmp_path):
+    assert derive_ops(tmp_path) == {}
+    (tmp_path / OPS_FILE).write_text(json.dumps(synthetic_record()))
+    f = derive_ops(tmp_path)
+    v, src = f["ops.ex2_ftz.issue_cycles"]
+    assert v == pytest.approx(2.0) and src.startswith("measured: microbench__ops.json (NVIDIA H100")
+    assert "commit abcdef0" in src
+    assert f["ops.bar_sync_cycles[32]"][0] == 40.0
+    assert f["ops.bar_handoff_cycles[4]"][0] == 45.0
