@@ -20,7 +20,7 @@ import pathlib
 from collections.abc import Callable
 
 from hopsim.validate.compare import MicroRow
-from hopsim.validate.micro_ir import clock, mem, smemport, stream, sync, tma, wgmma
+from hopsim.validate.micro_ir import clock, mem, ops, smemport, stream, sync, tma, wgmma
 from validation.provenance import RECORDS_DIR, load_records
 
 FAMILIES: dict[str, Callable[[dict], list[MicroRow]]] = {
@@ -29,7 +29,7 @@ FAMILIES: dict[str, Callable[[dict], list[MicroRow]]] = {
     "wgmma_swizzle": wgmma.wgmma_swizzle, "wgmma_tma": wgmma.wgmma_tma, "global_latency": mem.global_latency,
     "smemport": smemport.smemport,
     "tma_width": stream.tma_width, "tma_share": stream.tma_share, "tma_stream": stream.tma_stream_rows,
-    "clock_domain": clock.clock_domain, "wgmma_chip": wgmma.wgmma_chip,
+    "clock_domain": clock.clock_domain, "wgmma_chip": wgmma.wgmma_chip, "ops": ops.ops,
 }
 """Family (record name) -> its simulate() comparison, most valuable first."""
 
