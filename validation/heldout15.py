@@ -6,11 +6,12 @@ no cuBLAS loops), drawn with SEED 1520261124 (2026-11-24, before the model freez
 session's third part). Records carry `"heldout": "issue14-15"` and their sweep.
 
 Exclusion rule: no point may have the tag of a configuration already recorded anywhere under
-validation/records/h100/ (any kind, any folder, `"tag"` fields of *.json / *.jsonl), other than
-this set's own records (validation/records/h100/heldout15/, written after the freeze): a
-candidate sweep or single point with such a tag is rejected like an invalid draw. The drawn set
-is pinned by its tags' digest (tests/validation/test_heldout15_set.py), so a later record cannot
-silently change it.
+validation/records/h100/ when the set was drawn (any kind, any folder: every `"tag"` field of the
+*.json / *.jsonl files, `heldout_draw.recorded_tags`; 405 tags on 2026-11-24 at 455f888, frozen in
+EXCLUDED_FILE so that records committed later, this set's own included, never change the draw): a
+candidate sweep or single point with such a tag is rejected like an invalid draw (none was hit:
+the draw equals the one without exclusion). The drawn set is pinned by its tags' digest, and its
+disjointness from every record committed since is checked (tests/validation/test_heldout15_set.py).
 
 Drawn once; never change SEED or N_SINGLE, and never simulate these configurations before the
 freeze (`gemm_runs --sweep heldout15 --list` prints them without simulating). Compared once by
@@ -30,14 +31,16 @@ SEED = 1520261124  # drawn 2026-11-24 for the third session's freeze; fixed fore
 SWEEP_NAME = "heldout15"
 HELDOUT_TAG = "issue14-15"
 N_SINGLE = 14
-RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
+EXCLUDED_FILE = pathlib.Path(__file__).resolve().parent / "heldout15_excluded_tags.txt"
+"""The configuration tags recorded under validation/records/h100/ before the draw, one a line."""
 
 
 @functools.lru_cache(maxsize=1)
 def held_set() -> heldout_draw.HeldoutSet:
-    """The set's drawing parameters, its exclusion read from the committed records."""
+    """The set's drawing parameters, its exclusion the tags recorded before the draw."""
+    excluded = frozenset(EXCLUDED_FILE.read_text().split())
     return heldout_draw.HeldoutSet(name=SWEEP_NAME, tag=HELDOUT_TAG, seed=SEED, n_single=N_SINGLE,
-                                   exclude=heldout_draw.recorded_tags(RECORDS, skip=(SWEEP_NAME,)))
+                                   exclude=excluded)
 
 
 @functools.lru_cache(maxsize=1)

@@ -45,12 +45,21 @@ SIZES = (1 << 20, 1 << 22, 8448 * THREADS * 4, 1 << 24, 67584 * THREADS * 4, 1 <
 #: before, from L2-resident (1.5M floats: 6 MiB per array) to 768 MiB per array. Chosen by
 #: `HOPSIM_PORTFOLIO_SET=heldout2` (or `portfolio_runs --set heldout2`); records carry `set`.
 HELDOUT2_SIZES = (1536 << 10, 3 << 20, 6 << 20, 12 << 20, 48 << 20, 192 << 20)
-SETS = {"heldout1": SIZES, "heldout2": HELDOUT2_SIZES}
+#: The third held-out set (chosen 2026-11-24 before the freeze of the session's third part):
+#: sizes never measured before (none of SIZES, HELDOUT2_SIZES or a development size), from
+#: L2-resident (2.5M floats: 10 MiB per array, vecadd's three arrays 30 MiB) through the L2 edge
+#: (5M: copy moves 40 MiB) to 960M floats (3.75 GiB per array, near the 4 GiB top of issue 15's
+#: range); every size a multiple of 1024 floats. The same set name picks the third row-wise plan
+#: (validation/rowwise.py) and TMA copy plan (validation/portfolio_tmacopy.py).
+HELDOUT3_SIZES = (2560 << 10, 5 << 20, 24 << 20, 96 << 20, 384 << 20, 960 << 20)
+SETS = {"heldout1": SIZES, "heldout2": HELDOUT2_SIZES, "heldout3": HELDOUT3_SIZES}
 SET_ENV = "HOPSIM_PORTFOLIO_SET"
 
 
 def active_set() -> str:
-    """The vecadd/copy size set a run measures: $HOPSIM_PORTFOLIO_SET, default heldout1."""
+    """The held-out set a run measures: $HOPSIM_PORTFOLIO_SET, default heldout1 (vecadd/copy sizes;
+    the row-wise and TMA copy families run their plan of that name, or their first plan where
+    they have none of that name)."""
     name = os.environ.get(SET_ENV, "heldout1")
     if name not in SETS:
         raise ValueError(f"{SET_ENV}={name!r} is not valid; give one of {', '.join(SETS)}")

@@ -60,8 +60,9 @@ COMPILE_S, CHILD_SETUP_S, POINT_OVERHEAD_S = 30.0, 5.0, 0.2
 REQUIRED = ("kind", "group", "family", "name", "params", "error", "provenance")
 RESULTS = ("ms_median", "bytes_per_s", "bytes_moved")
 FAMILIES = (*pf.FAMILIES, ptc.FAMILY, *rw.FAMILIES, pat.FAMILY)
-GROUPS = ("all", "rowwise")
-"""--family words that name several families: all = vecadd, copy, tmacopy; rowwise = rowsum, softmax."""
+GROUPS = ("all", "rowwise", "vecadd_copy")
+"""--family words that name several families: all = vecadd, copy, tmacopy; rowwise = rowsum, softmax;
+vecadd_copy = vecadd, copy (a size set's own records, apart from tmacopy's)."""
 
 
 # ---------------------------------------------------------------- plan (pure)
@@ -83,6 +84,8 @@ def family_points(family: str) -> list[dict]:
     """The points of `family` (one of FAMILIES) or of every family ('all')."""
     if family == "all":
         return pf.points() + ptc.points()
+    if family == "vecadd_copy":
+        return pf.points()
     if family in (*rw.FAMILIES, "rowwise"):
         return rw.points(family)
     if family == pat.FAMILY:
@@ -449,12 +452,14 @@ def table(jsonl: pathlib.Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m validation.portfolio_runs", description=__doc__.splitlines()[0])
     ap.add_argument("--family", default="all", help="vecadd, copy, tmacopy, rowsum, softmax, attention, all "
-                    "(= vecadd + copy + tmacopy) or rowwise (= rowsum + softmax)")
+                    "(= vecadd + copy + tmacopy), vecadd_copy or rowwise (= rowsum + softmax)")
     ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
     ap.add_argument("--plan", action="store_true", help="print the points and planned time; run nothing")
-    ap.add_argument("--set", default=None, help="vecadd/copy size set: heldout1 (default) or heldout2 "
-                    "(validation/portfolio.py SETS; children inherit it through $HOPSIM_PORTFOLIO_SET)")
+    ap.add_argument("--set", default=None, help="held-out set: heldout1 (default), heldout2 or heldout3 "
+                    "(validation/portfolio.py SETS: vecadd/copy sizes; rowwise.py and portfolio_tmacopy.py "
+                    "PLANS: their plan of that name, else heldout1's; children inherit it through "
+                    "$HOPSIM_PORTFOLIO_SET)")
     for hidden in ("--child", "--from", "--deadline", "--prov", "--jsonl"):
         ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)

@@ -10,14 +10,25 @@ stride {cols x element bytes}, box {box_cols, box_rows}, element strides 1, no i
 promotion 256B, OOB fill none; in and out are distinct cudaMalloc allocations. Bytes moved per
 launch: 2 x the tensor (read once, written once).
 
-The points span an L2-resident tensor (8 MB, 16 MB moved) to 1 GB, f16 and f32, boxes from 8 to
-256 rows and 16 B to 256 B inner, every swizzle, 1..6 stages, one CTA per tile and 1..3 persistent
-CTAs per SM. They are held out: measured after the model is frozen, never simulated before.
+Plans, picked by the held-out set name (`portfolio_runs --set`, $HOPSIM_PORTFOLIO_SET;
+validation/portfolio.py):
+  heldout1  POINTS (measured 2026-11-24 after the freeze at 6172b92): an L2-resident tensor (8 MB,
+            16 MB moved) to 1 GB, f16 and f32, boxes from 8 to 256 rows and 16 B to 256 B inner,
+            every swizzle, 1..6 stages, one CTA per tile and 1..3 persistent CTAs per SM. Also what a
+            set name without a TMA copy plan (heldout2) runs.
+  heldout3  HELDOUT3_POINTS (chosen 2026-11-24 before the third freeze): 24 points, every one a
+            (dtype, shape, box, swizzle, stages, CTAs) never measured; mostly boxes heldout1 never
+            used (8..256 rows including 48, 96 and 192; inner bytes below the swizzle span), tensors
+            of non-power-of-two shapes from 9 MB (L2-resident) to 1.25 GB, 1..8 stages, one CTA per
+            tile and 1..4 persistent CTAs per SM.
+They are held out: measured after the model is frozen, never simulated before.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from validation import portfolio as pf
 
 FAMILY = "tmacopy"
 KERNEL = "tmacopy"
@@ -53,6 +64,39 @@ POINTS = (
     ("f32", 16384, 16384, 32, 32, "128B", 4, None),
     ("f32", 16384, 16384, 256, 32, "128B", 2, 1),
 )
+HELDOUT3_POINTS = (
+    ("f16", 3072, 3072, 32, 64, "128B", 4, None),
+    ("f16", 1536, 8192, 48, 64, "128B", 4, None),
+    ("f16", 6144, 4096, 128, 32, "64B", 3, None),
+    ("f16", 5120, 5120, 256, 16, "32B", 2, None),
+    ("f16", 6144, 6144, 64, 64, "128B", 2, 4),
+    ("f16", 19968, 3072, 96, 32, "64B", 4, 3),
+    ("f16", 12288, 6144, 8, 64, "128B", 8, None),
+    ("f16", 10240, 10240, 16, 32, "64B", 6, 2),
+    ("f16", 16384, 8192, 128, 64, "128B", 5, 1),
+    ("f16", 12288, 12288, 64, 32, "128B", 7, None),
+    ("f16", 24576, 12288, 256, 128, "none", 1, 1),
+    ("f16", 24576, 24576, 192, 64, "128B", 3, None),
+    ("f32", 1536, 1536, 32, 16, "128B", 4, None),
+    ("f32", 2048, 3072, 64, 32, "128B", 4, None),
+    ("f32", 4096, 2560, 64, 32, "128B", 2, 4),
+    ("f32", 3072, 6144, 128, 16, "64B", 3, None),
+    ("f32", 6144, 6144, 8, 32, "128B", 8, None),
+    ("f32", 12288, 4096, 16, 16, "64B", 6, None),
+    ("f32", 5120, 10240, 256, 8, "32B", 2, 2),
+    ("f32", 9216, 9216, 96, 32, "128B", 3, None),
+    ("f32", 8192, 12288, 256, 32, "128B", 1, None),
+    ("f32", 12288, 12288, 64, 64, "none", 2, 1),
+    ("f32", 16384, 12288, 128, 8, "32B", 4, None),
+    ("f32", 20480, 16384, 32, 32, "128B", 4, 3),
+)
+PLANS = {"heldout1": POINTS, "heldout3": HELDOUT3_POINTS}
+
+
+def plan_name(size_set: str | None = None) -> str:
+    """The plan a held-out set name runs: its own, or heldout1 where it has none."""
+    name = size_set or pf.active_set()
+    return name if name in PLANS else "heldout1"
 
 
 def stage_bytes(p: dict) -> int:
@@ -86,11 +130,13 @@ def point_name(p: dict) -> str:
             f"_s{p['stages']}_{mode}")
 
 
-def points() -> list[dict]:
-    """Every tmacopy point, in run order (the same keys as validation/portfolio.py's points)."""
+def points(size_set: str | None = None) -> list[dict]:
+    """Every tmacopy point of the plan of held-out set `size_set` (default: the active set's;
+    plan_name), in run order (the same keys as validation/portfolio.py's points)."""
     out = []
-    for dt, r, c, br, bc, sw, st, cps in POINTS:
-        p = {"family": FAMILY, "variant": f"b{br}x{bc}_sw{sw}_s{st}_{'1t' if cps is None else f'p{cps}'}",
+    plan = plan_name(size_set)
+    for dt, r, c, br, bc, sw, st, cps in PLANS[plan]:
+        p = {"family": FAMILY, "set": plan, "variant": f"b{br}x{bc}_sw{sw}_s{st}_{'1t' if cps is None else f'p{cps}'}",
              "kernel": KERNEL, "source": SOURCE, "dtype": dt, "rows": r, "cols": c, "box_rows": br, "box_cols": bc,
              "swizzle": sw, "stages": st, "ctas_per_sm": cps, "threads_per_cta": THREADS}
         p["name"] = point_name(p)

@@ -16,9 +16,18 @@ multiple of 8: no partial CTA), the cta mapping rows CTAs. x (rows x cols f32, s
 y are distinct cudaMalloc allocations. Bytes moved (the roofline numerator): x once plus y (rows
 floats for rowsum, rows x cols for softmax); softmax reads each row three times (bytes_accessed).
 
-The held-out grid: cols in {1024, 4096, 16384, 32768}; rows so the input x is 8 MiB (L2-resident:
-x + y fit in the 50 MB L2), 128 MiB and 1 GiB; both mappings; both families: 48 points. These sizes
-are the held-out set: the simulator's tests and benchmarks use others.
+Plans (the shapes; each is measured for both families and both mappings), picked by the held-out
+set name (`portfolio_runs --set`, $HOPSIM_PORTFOLIO_SET; validation/portfolio.py):
+  heldout1  the first grid (measured 2026-11-24 after the freeze at 6172b92): cols in {1024, 4096,
+            16384, 32768}; rows so the input x is 8 MiB (L2-resident: x + y fit in the 50 MB L2),
+            128 MiB and 1 GiB: 12 shapes, 48 points. Also what a set name without a row-wise plan
+            (heldout2) runs.
+  heldout3  the third set (drawn 2026-11-24 before the third freeze, SEED 1520261124): one shape per
+            cell of COL_BINS x BYTE_BINS (cols log-uniform in 1K..32K, a multiple of 128 and never a
+            power of two, so no shape of heldout1 or of the tests and benchmarks recurs; x from
+            4..16 MiB, L2-resident, through 64..256 MiB to 0.5..2 GiB; rows a multiple of 8):
+            15 shapes, 60 points.
+These sizes are held out: the simulator's tests and benchmarks use others.
 
 The GPU pieces (make_set, launcher, check) take the cupy module as an argument; the check is not bit
 for bit (ex2/rcp.approx): every element of y must lie within the f32 error bound of
@@ -27,9 +36,14 @@ kernels/rowwise/reference.py around cupy's float64 result, and none may keep the
 
 from __future__ import annotations
 
+import itertools
+import math
+import random
+
 import numpy as np
 
 from kernels.rowwise.reference import sum_depth, within_bounds
+from validation import portfolio as pf
 
 FAMILIES = ("rowsum", "softmax")
 MAPPINGS = ("warp", "cta")
@@ -37,6 +51,44 @@ THREADS = 256
 COLS = (1024, 4096, 16384, 32768)
 INPUT_BYTES = (8 << 20, 128 << 20, 1 << 30)
 """Bytes of x per point (rows = INPUT_BYTES / (4 cols))."""
+SEED = 1520261124
+COL_BINS = ((1024, 2048), (2048, 4096), (4096, 8192), (8192, 16384), (16384, 32768))
+BYTE_BINS = ((4 << 20, 16 << 20), (64 << 20, 256 << 20), (512 << 20, 2048 << 20))
+COL_UNIT = 128
+"""cols are multiples of a warp's float4 trip (32 lanes x 4 floats; kernels/rowwise CHUNK)."""
+
+
+def grid_shapes() -> list[tuple[int, int]]:
+    """heldout1's (rows, cols): COLS x INPUT_BYTES, in run order."""
+    return [(nbytes // (4 * cols), cols) for cols in COLS for nbytes in INPUT_BYTES]
+
+
+def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:
+    return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+
+
+def drawn_shapes(seed: int = SEED) -> list[tuple[int, int]]:
+    """heldout3's (rows, cols): one per (cols bin, bytes bin) cell, each from its own seeded stream;
+    a draw whose cols is a power of two, or whose shape is one of heldout1's, is redrawn."""
+    out, old = [], set(grid_shapes())
+    for i, ((clo, chi), (blo, bhi)) in enumerate(itertools.product(COL_BINS, BYTE_BINS)):
+        rng = random.Random(f"{seed}:rowwise:{i}")
+        while True:
+            cols = max(clo, min(chi, round(_log_uniform(rng, clo, chi) / COL_UNIT) * COL_UNIT))
+            rows = max(8, round(_log_uniform(rng, blo, bhi) / (4 * cols) / 8) * 8)
+            if cols & (cols - 1) and (rows, cols) not in old:
+                out.append((rows, cols))
+                break
+    return out
+
+
+PLANS = {"heldout1": grid_shapes, "heldout3": drawn_shapes}
+
+
+def plan_name(size_set: str | None = None) -> str:
+    """The plan a held-out set name runs: its own, or heldout1 where it has none."""
+    name = size_set or pf.active_set()
+    return name if name in PLANS else "heldout1"
 
 
 def kernel_name(family: str, mapping: str) -> str:
@@ -58,21 +110,22 @@ def bytes_accessed(family: str, rows: int, cols: int) -> int:
     return 4 * rows * cols * (3 if family == "softmax" else 1) + bytes_moved(family, rows, cols) - 4 * rows * cols
 
 
-def points(family: str = "rowwise") -> list[dict]:
-    """Every point of `family` ('rowsum', 'softmax' or 'rowwise' = both), in run order."""
+def points(family: str = "rowwise", size_set: str | None = None) -> list[dict]:
+    """Every point of `family` ('rowsum', 'softmax' or 'rowwise' = both) in the plan of held-out
+    set `size_set` (default: the active set's; plan_name), in run order."""
     fams = FAMILIES if family == "rowwise" else (family,)
+    plan = plan_name(size_set)
+    shapes = PLANS[plan]()
     out = []
     for fam in fams:
         for mapping in MAPPINGS:
-            for cols in COLS:
-                for nbytes in INPUT_BYTES:
-                    rows = nbytes // (4 * cols)
-                    out.append({"family": fam, "variant": mapping, "mapping": mapping,
-                                "name": f"{fam}_{mapping}_r{rows}_c{cols}", "kernel": kernel_name(fam, mapping),
-                                "source": f"kernels/cuda/{fam}.cu", "rows": rows, "cols": cols,
-                                "n_floats": rows * cols, "threads_per_cta": THREADS, "grid_132sm": grid(mapping, rows),
-                                "bytes_per_array": 4 * rows * cols, "bytes_moved": bytes_moved(fam, rows, cols),
-                                "bytes_accessed": bytes_accessed(fam, rows, cols)})
+            for rows, cols in shapes:
+                out.append({"family": fam, "variant": mapping, "mapping": mapping, "set": plan,
+                            "name": f"{fam}_{mapping}_r{rows}_c{cols}", "kernel": kernel_name(fam, mapping),
+                            "source": f"kernels/cuda/{fam}.cu", "rows": rows, "cols": cols,
+                            "n_floats": rows * cols, "threads_per_cta": THREADS, "grid_132sm": grid(mapping, rows),
+                            "bytes_per_array": 4 * rows * cols, "bytes_moved": bytes_moved(fam, rows, cols),
+                            "bytes_accessed": bytes_accessed(fam, rows, cols)})
     return out
 
 

@@ -231,9 +231,9 @@ SETS = {
 }
 
 
-def _pick_set(argv: list[str]) -> tuple[str, list[str]]:
-    """(--set's value, the other arguments); default heldout13."""
-    rest, chosen, i = [], "heldout13", 0
+def _pick_set(argv: list[str], default: str | None = "heldout13") -> tuple[str | None, list[str]]:
+    """(--set's value, the other arguments); `default` without --set."""
+    rest, chosen, i = [], default, 0
     while i < len(argv):
         if argv[i] == "--set" and i + 1 < len(argv):
             chosen, i = argv[i + 1], i + 2

@@ -2,7 +2,12 @@
 records, once.
 
     python3 -m hopsim.validate.portfolio_compare --records validation/records/h100/portfolio \
-        --out validation/reports/h100/portfolio [--jobs 2]
+        --out validation/reports/h100/portfolio [--jobs 2] [--set heldout3]
+
+`--set NAME` (validation/portfolio.py SETS: heldout1, heldout2, heldout3) makes every record prove
+it belongs to that held-out set (its params' `set`; records written before the field existed are
+heldout1's): a record of another set stops the comparison with one line (a wrong --records folder)
+and the report's title names the set. Without --set every record is compared, as before.
 
 The records (`python3 -m validation.portfolio_runs`, kernels/cuda/vecadd.cu, copy.cu, tmacopy.cu,
 rowsum.cu, softmax.cu, attention.cu) are measured after the model is frozen; the model's fingerprint is written
@@ -21,7 +26,9 @@ import pathlib
 import subprocess
 import sys
 
-from hopsim.validate.heldout import _err, _stats, read_jsonl, run
+from hopsim.validate.heldout import _err, _pick_set, _stats, read_jsonl, run
+from isa.errors import InputError
+from validation import portfolio as pf
 
 VEC = {"f32": 1, "f4": 4, "f32_gs": 1, "f4_gs": 4}
 ROWWISE = ("rowsum", "softmax")
@@ -31,6 +38,17 @@ def load(records: pathlib.Path) -> list[dict]:
     """Every portfolio record with a time whose result check passed."""
     return read_jsonl(records, lambda r: bool(r.get("results", {}).get("ms_median"))
                       and r.get("check", {}).get("passed", True))
+
+
+def only_set(recs: list[dict], name: str) -> list[dict]:
+    """The records, all of which must be of held-out set `name` (params `set`, default heldout1);
+    InputError names the first that is not."""
+    for r in recs:
+        got = r.get("params", {}).get("set", "heldout1")
+        if got != name:
+            raise InputError("record", r.get("params", {}).get("name", r.get("name")),
+                             f"a point of set {name} (it is of {got}); is --records the {name} run?")
+    return recs
 
 
 def tmacopy_args(rec: dict) -> list[str]:
@@ -99,8 +117,8 @@ def compare_one(rec: dict) -> dict:
     return row
 
 
-def markdown(rows: list[dict], summary: dict, fp: str, basis: str) -> str:
-    fams = ", ".join(dict.fromkeys(r["family"] for r in rows))
+def markdown(rows: list[dict], summary: dict, fp: str, basis: str, set_name: str | None = None) -> str:
+    fams = ", ".join(dict.fromkeys(r["family"] for r in rows)) + (f"; set {set_name}" if set_name else "")
     lines = [f"# Held-out comparison: portfolio ({fams}) on the H100 vs the frozen model", "",
              f"Model fingerprint: `{fp}`. {basis}", "",
              "| set | n | MAPE | mean | worst | within 10% | within 20% |", "|---|---|---|---|---|---|---|"]
@@ -137,8 +155,14 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(argv, what="portfolio", name="portfolio", load=load, compare_one=compare_one,
-               summarise=summarise, markdown=lambda summary, rows, fp, basis: markdown(rows, summary, fp, basis),
+    chosen, rest = _pick_set(list(sys.argv[1:] if argv is None else argv), default=None)
+    if chosen is not None and chosen not in pf.SETS:
+        print(f"hopsim: --set {chosen}: unknown held-out set; valid: {', '.join(pf.SETS)}", file=sys.stderr)
+        return 2
+    return run(rest, what="portfolio", name="portfolio", compare_one=compare_one, summarise=summarise,
+               load=load if chosen is None else (lambda d: only_set(load(d), chosen)),
+               markdown=lambda summary, rows, fp, basis: markdown(rows, summary, fp, basis, chosen),
+               epilog="--set {" + ",".join(pf.SETS) + "}: every record must be of that held-out set",
                extra=lambda rows: {"n_records": len(rows),
                                    "n_simulated": sum("error" not in r for r in rows)})
 
