@@ -99,6 +99,18 @@ def clock_mhz(out: np.ndarray) -> float | None:
     return float(a[0, 1] - a[0, 0]) / ns * 1e3 if ns > 0 else None
 
 
+def cubin_sass_counts(cubin: pathlib.Path) -> dict:
+    """sass_counts of the cubin by `cuobjdump -sass`; {"error": why} when cuobjdump fails or is
+    absent (the timings are still recorded; the SASS can be regenerated from the same source)."""
+    try:
+        r = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"cuobjdump: {exc}"}
+    if r.returncode != 0:
+        return {"error": f"cuobjdump exit {r.returncode}: {r.stderr.strip()[:200]}"}
+    return sass_counts(r.stdout)
+
+
 # ============================================================================ GPU side
 class _Gpu:
     """The loaded cubin, buffers and a launch helper (GPU machine only)."""
@@ -156,6 +168,18 @@ def _thr(g: _Gpu, op: Op, mode: str, warps: int, grid: int, reps: int) -> dict:
             "ctas": grid}
 
 
+def _measure_op(g: _Gpu, op: Op, reps: int, lat: dict, thr: dict) -> None:
+    """Latency (if the op returns a value) and the rate at every W, per mode; global ops also on
+    every SM (one 32-warp CTA each)."""
+    for mode in _modes(op):
+        if op.latency:
+            lat.setdefault(op.name, {})[mode] = _lat(g, op, mode, reps)
+        row = {str(w): _thr(g, op, mode, w, 1, reps) for w in WARPS}
+        if op.space == "global":
+            row["all_sms_32_warps"] = _thr(g, op, mode, 32, g.nsm, reps)
+        thr.setdefault(op.name, {})[mode] = row
+
+
 def _barriers(g: _Gpu, reps: int) -> dict:
     res = {"bar_sync": {}, "bar_pingpong": {}}
     for w in WARPS:
@@ -173,26 +197,26 @@ def run(out_dir: pathlib.Path, only: list[str] | None = None, reps: int = REPS) 
     cubin = BUILD / "micro_ops.cubin"
     t0 = time.time()
     nvcc_cubin(SRC, cubin, NVCC_O3)
-    sass = sass_counts(subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True, text=True,
-                                      check=True).stdout)
-    folded = {f"{k}_{op.name}": missing_sass(op, k, sass.get(f"{k}_{op.name}", {}))
-              for op in OPS for k in ("lat", "thr") if k == "thr" or op.latency}
+    sass = cubin_sass_counts(cubin)
+    folded = {} if "error" in sass else {
+        f"{k}_{op.name}": missing_sass(op, k, sass.get(f"{k}_{op.name}", {}))
+        for op in OPS for k in ("lat", "thr") if k == "thr" or op.latency}
     folded = {k: v for k, v in folded.items() if v}
     smi_before = nvidia_smi_clocks()
     g = _Gpu(cubin)
     ops = [BY_NAME[n] for n in only] if only else list(OPS)
     lat: dict = {}
     thr: dict = {}
+    errors: dict = {}
     with PowerSampler() as ps:
         for op in ops:
             t_op = time.time()
-            for mode in _modes(op):
-                if op.latency:
-                    lat.setdefault(op.name, {})[mode] = _lat(g, op, mode, reps)
-                row = {str(w): _thr(g, op, mode, w, 1, reps) for w in WARPS}
-                if op.space == "global":
-                    row["all_sms_32_warps"] = _thr(g, op, mode, 32, g.nsm, reps)
-                thr.setdefault(op.name, {})[mode] = row
+            try:
+                _measure_op(g, op, reps, lat, thr)
+            except Exception as exc:  # noqa: BLE001  (one op's failure must not lose the others' numbers)
+                errors[op.name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                print(f"  {op.name}: FAILED {errors[op.name]}", flush=True)
+                continue
             shown = {m: round(v["cycles_per_step"]["median"], 1) for m, v in lat.get(op.name, {}).items()}
             peak = {m: round(max(r[str(w)]["warp_inst_per_cycle_per_sm"]["median"] for w in WARPS), 3)
                     for m, r in thr[op.name].items()}
@@ -206,7 +230,7 @@ def run(out_dir: pathlib.Path, only: list[str] | None = None, reps: int = REPS) 
                      "cycle at 1..32 warps) of " + ", ".join(op.name for op in ops) + "; named barriers"],
         "results": {"latency": lat, "throughput": thr, "barriers": bars,
                     "sm_clock_mhz_seen": spread(g.mhz) if g.mhz else None, "sm_count": g.nsm,
-                    "sass_counts": sass, "sass_folded": folded,
+                    "sass_counts": sass, "sass_folded": folded, "errors": errors,
                     "ops": {op.name: {"ptx_step": op.step, "alt_step": op.alt, "sass_per_step": list(op.sass),
                                       "note": op.note, "c1_bits": const_bits(op)[0], "c2_bits": const_bits(op)[1]}
                             for op in ops}},

@@ -87,3 +87,8 @@ def test_bad_input_exits_2(argv, capsys):
     assert micro_ops.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
+
+
+def test_no_cuobjdump_is_recorded_not_fatal(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert set(micro_ops.cubin_sass_counts(tmp_path / "x.cubin")) == {"error"}
