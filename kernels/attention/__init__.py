@@ -35,7 +35,7 @@ from kernels.attention.kernel import KERNEL_NAME, build_kernel
 from kernels.attention.params import AttnParams
 
 #: registers per thread for occupancy: S (kvb/2) + O (d/2) + P (kvb/4) accumulators + ~40 of
-#: addresses, statistics and temporaries, rounded up to 8 (an estimate: no ptxas report, no CUDA twin)
+#: addresses, statistics and temporaries, rounded up to 8 (an estimate; ptxas gives the CUDA twin kernels/cuda/attention.cu 92-154)
 def estimate_regs(p: AttnParams) -> int:
     n = p.kv_block // 2 + p.head_dim // 2 + p.kv_block // 4 + 40
     return min(255, -(-n // 8) * 8)

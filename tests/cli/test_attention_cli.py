@@ -1,6 +1,7 @@
 """`hopsim simulate attention`: the attention-tile front end (hopsim/cli/attention_cmd.py).
 
-Laws: the default run checks O against numpy within the bound (exit 0, "within the bound"); --json
+Laws: the default run checks O against numpy within the bound (exit 0, "within the bound") and bit
+for bit against the numpy replay of the kernel's roundings; --json
 carries the report's fields, the check and the tensor FLOPs 4 m N d; --emit-ir prints a kernel that
 parses; bad flags are one line, exit 2."""
 
@@ -18,7 +19,8 @@ def test_check_within_the_bound(capsys):
     assert main(["simulate", "attention", "--seq", "128", "--head-dim", "64", "--clock", "boost",
                  "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "check against numpy (float64 reference, bound of hopsim/attention.py): within the bound" in out
+    assert "check against numpy (float64 reference, bound of kernels/attention/reference.py): within the bound" in out
+    assert "bit for bit equal to the numpy replay of the kernel's roundings (0 elements differ)" in out
     assert "not validated" in out
 
 
@@ -27,7 +29,7 @@ def test_json_has_check_and_flops(capsys):
                  "--q-tiles", "2", "--variant", "ws", "--out", "f16", "--overlap", "--json", "--clock", "boost", "--no-progress"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["family"] == "attention" and d["ctas"] == 2 and d["variant"] == "ws" and d["out"] == "f16" and d["overlap"] is True and d["timing_validated"] is False
-    assert d["check"]["ok"] and d["check"]["elements"] == 2 * 64 * 128
+    assert d["check"]["ok"] and d["check"]["elements"] == 2 * 64 * 128 and d["check"]["differ_from_replay"] == 0
     assert d["flops"] == 4 * 128 * 256 * 128 and d["cycles"] > 0 and d["time_ms_boost"] > 0
 
 

@@ -1,6 +1,6 @@
 """The attention tile (kernels/attention/, issue 15 item 3): O = softmax(Q K^T scale) V computed
 through the simulated shared memory (TMA, wgmma with A from registers, the online softmax in
-registers) equals numpy within the bound of hopsim/attention.py (f16 rounding of P, ex2.approx's
+registers) equals numpy within the bound of kernels/attention/reference.py (f16 rounding of P, ex2.approx's
 documented 2-ulp error, f32 roundings; derived there, not fitted).
 
 Covering set: every knob value at least once (head_dim 64/128, kv_block 64/128, stages 1..4, one and
