@@ -53,8 +53,8 @@ class DispatchResidency:
         for storage hierarchies", IBM Syst. J. 1970: a reference hits a fully associative LRU
         cache iff the distinct bytes touched since its last use fit), else a fresh miss. The bytes
         touched chip-wide in between are estimated as the warp's own distinct bytes between the two
-        reads times the warps resident at once (slots x the plan's warps that read global
-        memory, all streaming alike); stores are not counted. `_classify_walk`.
+        reads times the warps resident at once (min(slots, CTAs of the grid) x the plan's warps
+        that read global memory, all streaming alike); stores are not counted. `_classify_walk`.
     `classify(cta)` returns a `CtaHits` (its `key` is the memo key).
 
     Representation (speed; same decisions as a per-tile dict walk): the plan's tiles of every CTA
@@ -93,7 +93,9 @@ class DispatchResidency:
         self._sh_end = np.full(self.num_tiles, -1, dtype=np.int64)  # share window end (exclusive)
         self._sh_share = np.zeros(self.num_tiles)
         reading = sum(1 for w in range(len(self.starts) - 1) if self.starts[w + 1] > self.starts[w])
-        self._concurrent = slots * max(1, reading)  # warps reading global memory at once, chip-wide
+        # warps reading global memory at once, chip-wide: the resident CTAs (a grid smaller than the
+        # slots has all its CTAs resident, no more) x the plan's warps that read
+        self._concurrent = min(slots, num_ctas) * max(1, reading)
 
     def _short_rows(self, plan: TilePlan, n: int, t: int):
         """A truncated plan (`TilePlan.cut`: from CTA c0 on, each warp reads a prefix of its row,

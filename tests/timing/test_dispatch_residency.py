@@ -32,7 +32,7 @@ def reference(plan: TilePlan, num_ctas: int, slots: int, capacity: int) -> list[
         return max(1, bisect.bisect_left(rd, c + slots) - bisect.bisect_left(rd, c))
 
     window, share, out = {}, {}, []
-    concurrent = slots * sum(1 for row in plan.base if row)
+    concurrent = min(slots, num_ctas) * sum(1 for row in plan.base if row)
     for c in range(num_ctas):
         got = []
         for row in plan.tiles(c):
@@ -113,3 +113,19 @@ def test_equal_keys_for_equal_decisions_only():
         for b in hits:
             same = [a.of(0, i) for i in range(8)] == [b.of(0, i) for i in range(8)]
             assert (a.key == b.key) == same
+
+
+def test_reread_distance_counts_only_the_grids_resident_ctas():
+    """A grid of fewer CTAs than slots has only its own CTAs resident: each warp re-reads its row
+    of 4 lines (two passes); with 2 CTAs x 1 warp x 512 B between the reads = 1 KiB <= the
+    2 KiB capacity the re-read hits, though slots (8) x 512 B = 4 KiB would not fit."""
+    row = [(0x1, (i,), 128) for i in range(4)]
+    plan = TilePlan([row + row], [[[(1,)] * 8], None, None], lambda c: (c, 0, 0))
+    res = L2Residency(2048)
+    d = DispatchResidency(plan, res, 2, 8)
+    want, _ = reference(plan, 2, 8, 2048)
+    for c in range(2):
+        h = d.classify(c)
+        got = [h.of(0, i) for i in range(8)]
+        assert got == want[c]
+        assert [g[0] for g in got[4:]] == [True] * 4
