@@ -93,9 +93,9 @@ class LinearTilePlan(memo_mod.TilePlan):
         return [[(h, co if h == memo_mod.GLINE else g.linear(h, co)) for h, co in row] for row in tiles]
 
     @classmethod
-    def build_linear(cls, launch, make_executor, gmem) -> "LinearTilePlan | None":
+    def build_linear(cls, launch, make_executor, gmem, also=()) -> "LinearTilePlan | None":
         grid = BoxGrid(gmem)
-        plan = cls.build(launch, make_executor, transform=grid.rows)
+        plan = cls.build(launch, make_executor, transform=grid.rows, also=also)
         if plan is not None:
             plan.grid = grid
         return plan

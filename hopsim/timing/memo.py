@@ -5,7 +5,9 @@ bandwidth links, and L2 residency decided when the CTA is dispatched, a CTA's cy
 and the state it leaves on its SM's pipes are a function of (its instruction stream, its L2
 hit/miss vector, the work still queued on its SM's pipes when it starts) only. Two CTAs of the same kernel whose streams differ only in the TMA box
 coordinates (a GEMM: every CTA runs the same loop on other tiles) and whose hit vectors are equal
-therefore take the same cycles. The memo key is (hit vector, SM pipe state at start); the value is
+therefore take the same cycles, provided their control flow is the same: the memo key is (the CTA's
+control-flow class, cta_classes.py: equal outcomes of every branch and guard that may differ
+between CTAs; hit vector, SM pipe state at start); the value is
 the CTA's duration, its counter deltas and the pipe state it leaves (replayed onto the SM). tests/timing/test_memo.py checks memo=True == memo=False (same mode).
 
 The tile keys of every CTA come from a `TilePlan` (tile_plan.py: sample CTAs run in zero time,

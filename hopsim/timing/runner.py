@@ -29,6 +29,7 @@ from hopsim.timing.pipes import Jitter
 from hopsim.timing.sm import SM, CtaRun, _Consts
 from hopsim.timing.smem_cost import wavefronts_of
 from hopsim.trace import Trace
+from hopsim.timing import cta_classes
 from hopsim.timing import dispatch_record
 from hopsim.timing import launch as launch_mod
 from hopsim.timing import memo as memo_mod
@@ -87,8 +88,11 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     grid = _Grid(gpu, launch, _occupancy_of(gpu, kernel, launch, regs_per_thread), make_executor,
                  trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
                  memory=memory, memo=memo, max_cycles=max_cycles, max_cta_cycles=max_cta_cycles)
-    grid.plan(make_sample, plan_cache if executor_factory is None else None, (kernel, launch, gmem))
+    grid.plan(make_sample, plan_cache if executor_factory is None else None, (kernel, launch, gmem),
+              classify=executor_factory is None)
     try:
+        if grid.memo and grid.classes.refused:  # control flow that may differ by CTA, not classified
+            raise smclass.NotMemoisable(grid.classes.refused)
         if grid.sm_memo:
             grid.run_sm_classes()
         else:
@@ -96,7 +100,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         grid.finish_dispatch()
     except smclass.NotMemoisable as e:  # an ld.global couples the SMs, a CTA diverged: CTA by CTA instead
         res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
-                       flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=make_executor,
+                       flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=executor_factory,
                        bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles,
                        max_cta_cycles=max_cta_cycles, loop=loop)
         res.extra.update(memo=True, sm_memo=f"off: {e}")
@@ -175,6 +179,7 @@ class _Grid:
         self.tr = Trace(gpu.clock_mhz) if trace else None
         self.launch_cycles = float(gpu.timing.cta_launch_cycles.value)
         self.tile_plan = self.dispatch = None
+        self.classes = cta_classes.CtaClasses()  # every CTA in class 0 (no kernel: scripted executors)
         self.memo_table: dict = {}
         self.in_flight: dict = {}  # key -> (start cycle, event at its end) of CTAs simulated in detail now
         self.stats = {"memo_hits": 0, "detailed_ctas": 0}
@@ -182,27 +187,34 @@ class _Grid:
         self.write_end = 0  # the cycle the last asynchronous global write (TMA store) lands
 
     # ------------------------------------------------------------------ steps
-    def plan(self, make_sample, cache: dict | None = None, what: tuple = ()) -> None:
+    def plan(self, make_sample, cache: dict | None = None, what: tuple = (), classify: bool = False) -> None:
         """Partitioned mode: predict every CTA's TMA tiles and decide L2 residency at dispatch
-        (from `cache` when it holds the plan of an equal kernel, launch and tensor maps)."""
+        (from `cache` when it holds the plan of an equal kernel, launch and tensor maps).
+        `classify`: sort the CTAs into control-flow classes (cta_classes.py; needs real executors)."""
         if not self.partitioned:
             return
         slots = self.num_sms * self.occ.ctas_per_sm
         key = _plan_key(*what, slots) if cache is not None else None
         if key is not None and cache.get("key") == key:
-            self.tile_plan = cache["plan"]
+            self.tile_plan, self.classes = cache["plan"], cache["classes"]
             self.dispatch = cache["dispatch"].fresh(self.memory.residency) if cache["dispatch"] else None
             self._record_dispatch(cache)
             return
-        self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample)
+        if classify:  # control-flow classes: part of the memo key; the plan is checked on each class
+            self.classes = cta_classes.classify(what[0], self.launch, make_sample(0))
+        more = self.classes.first[1:cta_classes.MAX_CHECKED]
+        self.tile_plan = memo_mod.TilePlan.build(self.launch, make_sample, also=more)
         if self.tile_plan is None and what:  # boxes walked in a linear order (persistent CTAs)
-            self.tile_plan = LinearTilePlan.build_linear(self.launch, make_sample, what[2])
+            self.tile_plan = LinearTilePlan.build_linear(self.launch, make_sample, what[2], also=more)
+        if self.classes.count > cta_classes.MAX_CHECKED and not self.classes.refused:
+            self.classes.refused = (f"{self.classes.count} control-flow classes of CTAs (more than "
+                                    f"{cta_classes.MAX_CHECKED} checked against the tile plan)")
         if self.tile_plan is not None:
             streaming = memo_mod.StreamingResidency.applies(self.tile_plan, self.num_ctas)
             kind = memo_mod.StreamingResidency if streaming else memo_mod.DispatchResidency
             self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
         if key is not None:
-            cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch, record=None)
+            cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch, record=None, classes=self.classes)
             self._record_dispatch(cache)
 
     def _record_dispatch(self, cache: dict) -> None:
@@ -262,7 +274,7 @@ class _Grid:
         try:
             coord = _sm_classes(self.gpu, self.memory, self.dispatch, self.make_executor, self.consts,
                                 self.wavefronts, self.trace, self.jitter, self.num_sms, self.occ.ctas_per_sm,
-                                self.num_ctas, self.launch_cycles, self.max_cycles, self.stats)
+                                self.num_ctas, self.launch_cycles, self.max_cycles, self.stats, self.classes)
         except smclass.NotMemoisable:
             raise
         except Exception as e:
@@ -303,7 +315,7 @@ class _Grid:
         start = self.env.now
         use_memo = self.memo and self.dispatch is not None  # (one CTA per SM here; more: run_sm_classes)
         if use_memo:
-            key = (key, memo_mod.sm_state(sm, start))
+            key = (self.classes(cta), key, memo_mod.sm_state(sm, start))
             if key not in self.memo_table and key in self.in_flight:
                 # an identical CTA is being simulated in detail since t0: it ends at t0 + d; this
                 # one at start + d. Wait for it, then for the difference of start times.
@@ -410,15 +422,16 @@ class _Grid:
 
 
 def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter, num_sms,
-                ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats):
-    """Run the grid as SM classes (smclass.py); return the Coordinator (.classes, .end)."""
+                ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats, cta_class=None):
+    """Run the grid as SM classes (smclass.py); return the Coordinator (.classes, .end).
+    `cta_class(cta)`: the CTA's control-flow class (cta_classes.py), part of its kind."""
     n_links = min(num_sms, num_ctas)
     kinds: dict = {}  # hit vector -> class id
     hits_of: list = []
 
     def classify(cta):
         hits = dispatch.classify(cta)
-        key = hits.key
+        key = hits.key if cta_class is None else (cta_class(cta), hits.key)
         kid = kinds.get(key)
         if kid is None:
             kid = kinds[key] = len(hits_of)

@@ -232,9 +232,10 @@ class TilePlan:
         return tiles
 
     @classmethod
-    def build(cls, launch, make_executor, transform=None) -> "TilePlan | None":
+    def build(cls, launch, make_executor, transform=None, also=()) -> "TilePlan | None":
         """The plan from sample CTAs; `transform(rows)` (linear_plan) rewrites each sample's
-        rows into the plan's keys (None: no plan); with it, affine plans only."""
+        rows into the plan's keys (None: no plan); with it, affine plans only. `also`: more CTAs
+        the plan must predict (the first CTA of each control-flow class, cta_classes.py)."""
         grid = launch.grid
         coords_of = launch.cta_coords
 
@@ -258,14 +259,12 @@ class TilePlan:
         # affine: checked on the last CTA here, and on every CTA simulated in detail (runner.py)
         if plan is not None:
             last = keys(n - 1)
-            if last == plan.tiles(n - 1):
-                return plan
-            if plan._truncate(last, n, keys):
-                return plan
+            if last == plan.tiles(n - 1) or plan._truncate(last, n, keys):
+                return plan if all(keys(c) == plan.tiles(c) for c in also) else None
         if transform is not None:
             return None
         plan = cls(base, [None, None, None], coords_of, "translate", make_executor)
-        if all(keys(c) == plan.tiles(c) for c in sorted({1, *checks}) if c < n):
+        if all(keys(c) == plan.tiles(c) for c in sorted({1, *checks, *also}) if c < n):
             return plan
         return None
 
