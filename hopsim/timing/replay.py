@@ -25,7 +25,7 @@ import copy
 import types
 
 from hopsim.functional.effect import Kind
-from hopsim.timing.sm import load_destinations
+from hopsim.timing.sm import load_destinations, unit_destinations
 from isa.errors import HopsimError
 
 
@@ -130,11 +130,12 @@ class LoggedExecutor:
 
 
 def recordable(ex) -> bool:
-    """Can a CTA of this executor be replayed? Not when its kernel has an ld.global into registers:
-    then the timing layer reads the executor's program counters between issues (CtaRun's
-    scoreboard), which a replay does not keep; such classes re-execute their history on a split."""
+    """Can a CTA of this executor be replayed? Not when its kernel has an ld.global into registers
+    or a MUFU/SHFL op (ex2, rcp, shfl.sync: scoreboarded until their latency has passed): then the
+    timing layer reads the executor's program counters between issues (CtaRun's scoreboard), which a
+    replay does not keep; such classes re-execute their history on a split."""
     prog = getattr(ex, "prog", None)
-    return prog is None or not load_destinations(prog)
+    return prog is None or not (load_destinations(prog) or unit_destinations(prog))
 
 
 def _shared(ex) -> dict:

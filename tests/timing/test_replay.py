@@ -1,14 +1,19 @@
 """Split SM classes replay their parent's record (replay.py) instead of re-executing the shared
 history: the same simulation either way (law: a deterministic re-run makes the same issue() calls
 with the same results), on IR GEMMs (2-3 CTAs per SM, multi-wave) whose classes split while CTAs are alive (their executors are
-deep-copied, with in-flight TMA/wgmma completions and wait_group resumes rebound to the copy)."""
+deep-copied, with in-flight TMA/wgmma completions and wait_group resumes rebound to the copy).
+A kernel whose MUFU/SHFL results are scoreboarded (the attention tile: ex2, rcp, shfl.sync) is not
+recordable (the scoreboard reads program counters a replay does not keep): its split classes
+re-execute, and a grid that splits them simulates (it raised AttributeError before)."""
 
 from __future__ import annotations
 
 import pytest
 
+from hopsim.cli.attention_cmd import simulate_attention
 from hopsim.gemm_sim import simulate_gemm
 from hopsim.timing import replay, smclass
+from kernels.attention import AttnParams
 from kernels.params import GemmParams
 
 
@@ -49,3 +54,10 @@ def test_replayed_split_equals_reexecuted(monkeypatch, params):
     assert new.extra == old.extra
     assert new.roles == old.roles
     assert new.busy == old.busy
+
+
+
+def test_scoreboarded_unit_ops_are_not_replayed():
+    p = AttnParams(seq=256, head_dim=64, kv_block=64, stages=2, q_tiles=600)   # classes split mid-flight
+    res = simulate_attention(p, values=False)[0]
+    assert res.ctas == 600 and res.cycles > 0
