@@ -56,6 +56,13 @@ __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
   asm volatile("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
   return d;
 }
+// mbarrier.arrive predicated (the IR's guarded arrive: lane 0 of each warp, no divergence).
+__device__ __forceinline__ void arrive_if(uint32_t pred, uint32_t bar) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %0, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%1];\n}\n" ::"r"(pred),
+      "r"(bar)
+      : "memory");
+}
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(FULL, x, 1));
   return fmaxf(x, __shfl_xor_sync(FULL, x, 2));
@@ -194,7 +201,7 @@ __device__ __forceinline__ void tile(const TmaDesc* tq, const TmaDesc* tk, const
     sm90::wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) sm90::fence_operand(o[i]);
-    if (lane0) sm90::mbar_arrive(eb + 8 * s);
+    arrive_if(lane0, eb + 8 * s);
     if (warp0 && j < KT - S) {   // refill stage s with block j + S once the four warps released it
       sm90::mbar_wait(eb + 8 * s, ph);
       load_kv(j + S, s);
