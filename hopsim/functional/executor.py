@@ -102,7 +102,8 @@ class WarpState:
     `active` (the running path of a divergent branch: simt.py; all live lanes when converged)."""
 
     __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase",
-                 "uni", "sreg_uni", "none", "exists", "live", "nlive", "rpc", "stack", "parked")
+                 "uni", "sreg_uni", "none", "exists", "live", "nlive", "rpc", "stack", "parked", "deferred", "met",
+                 "where")
 
     def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0, sreg_uni: dict | None = None):
         self.w = w
@@ -117,7 +118,10 @@ class WarpState:
         self.nlive = self.nactive
         self.rpc = NO_RPC                 # the running path's reconvergence pc (simt.py)
         self.stack: list = []             # suspended (pc, lanes, rpc) entries (simt.py)
-        self.parked: dict = {}            # pc -> lanes waiting there for the rest of the warp (simt.converge)
+        self.parked: dict = {}            # pc -> simt.Park: lanes waiting there for other lanes (simt.converge/rendezvous)
+        self.deferred: list = []          # stack entries set aside while all their lanes wait (simt.reconverge)
+        self.met: dict = {}               # pc -> a .sync rendezvous that met, for the paths resuming there
+        self.where = str                  # pc -> "line N: text" for messages (the executor's `where`)
         self.block: tuple | None = None   # (key, kind, advance_on_resume)
         self.wg = w // 4
         self.sreg = sregs
@@ -191,6 +195,7 @@ class CTAExecutor:
             self.warps.append(WarpState(w, nthreads, sregs, nregs, sreg_uni=uni))
         for ws in self.warps:  # registers start at 0 in every lane
             ws.uni = [0] * nregs
+            ws.where = self.where
         self.wgs = [WarpgroupState(g) for g in range(-(-self.num_warps // 4))]
         self.checker = Checker(self, enabled=checks, check_phases=check_phases)
         self.issued = 0
@@ -375,6 +380,12 @@ class CTAExecutor:
         except ProtocolError as e:
             raise e.located(warp=w, cta=self.cta_linear, index=op.index, text=_text(op.instr),
                             line=self.kernel.line_of(op.index))
+
+    def where(self, pc: int) -> str:
+        """The instruction at `pc` for messages: "line N: text" (or "#index: text" when not parsed)."""
+        op = self.prog.ops[pc]
+        line = self.kernel.line_of(op.index) if hasattr(self.kernel, "line_of") else None
+        return f"{'line ' + str(line) if line is not None else '#' + str(op.index)}: {op.text}"
 
     def _mask(self, op, ws: WarpState) -> np.ndarray:
         g = op.guard_row

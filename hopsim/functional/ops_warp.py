@@ -1,15 +1,17 @@
 """Functional semantics of the warp collectives shfl.sync, vote.sync and redux.sync (PTX ISA).
 
-Each builder returns fn(ex, ws, mask) -> None (ALU class: register-only). `mask` is the executing
-lanes (active and guard true). The membermask rule is enforced, not assumed: an executing lane
-outside membermask, or an existing lane of membermask that does not execute (its guard is false),
-raises `MemberMaskError` (PTX ISA: undefined behaviour / a hang on the GPU), whether it does not
-execute because its guard is false or because it is on the other path of a divergent branch
-(simt.py: the warp reconverges at the branch's immediate post-dominator, so a full-warp membermask
-after an if/else or a per-lane loop finds every lane). Members that have exited are not waited for
-(PTX ISA: the instruction waits for the non-exited threads of membermask), nor are lanes of membermask
-beyond the warp's last thread (a partial last warp) are ignored. A shfl.sync that sources a lane
-which does not execute raises `MemberMaskError` too (PTX ISA: the result is undefined).
+Each builder returns fn(ex, ws, mask) -> None or a pc (ALU class: register-only). `mask` is the
+executing lanes (active and guard true). The membermask rule is enforced, not assumed
+(`sync_lanes`, shared by the three): an executing lane outside membermask, or a running lane of
+membermask whose guard is false, raises `MemberMaskError` (PTX ISA: undefined behaviour / a hang on
+the GPU). Members on other paths of a divergent branch are waited for (simt.rendezvous): they meet
+at this instruction or any other of the same qualifiers and membermask (PTX ISA, sm_70+), each lane
+giving its own instruction's operand; the warp reconverges at the branch's immediate
+post-dominator, so a full-warp membermask after an if/else or a per-lane loop finds every lane at
+once. Members that have exited are not waited for (PTX ISA: the instruction waits for the
+non-exited threads of membermask), and lanes of membermask beyond the warp's last thread (a partial
+last warp) are ignored. A shfl.sync that sources a lane which does not execute raises
+`MemberMaskError` too (PTX ISA: the result is undefined).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from isa.ir import instructions as I
 
 from hopsim.functional.errors import MemberMaskError
 from hopsim.functional.semantics import reg_setter, semantics, uniform, value_getter
-from hopsim.functional.simt import converge, why_absent
+from hopsim.functional.simt import rendezvous, why_absent
 
 LANE = np.arange(32, dtype=np.int64)
 LANE_BIT = np.uint32(1) << np.arange(32, dtype=np.uint32)
@@ -31,12 +33,15 @@ def _lanes(m) -> str:
     return ", ".join(str(i) for i in idx[:8]) + (" ..." if len(idx) > 8 else "")
 
 
-def member_lanes(ex, ws, mask, gm, what: str):
-    """The lanes that execute the instruction now: `mask`, or, when the running path of a diverged
-    warp reaches a full-warp collective (its membermask holds every live lane) without the lanes on
-    the other paths, every live lane once they have all arrived here (simt.converge; None while this
-    path waits). MemberMaskError unless the executing lanes are exactly the member lanes that exist
-    and have not exited."""
+def sync_lanes(ex, ws, mask, gm, quals: tuple, vals):
+    """The membermask rule and the rendezvous of a shfl/vote/redux.sync (`quals`: its mnemonic and
+    qualifiers; `vals`: the executing lanes' input, bool/int[32]). Returns (inputs, members, write,
+    jump): the inputs of every member lane that meets (each lane's from its own instruction), those
+    lanes, the lanes whose results this call writes, and jump True when the warp has just converged
+    here (the op returns the next pc); or None while this path waits for members on other paths
+    (simt.rendezvous; the op stays at its pc). MemberMaskError when an executing lane is outside
+    membermask, or a running member lane does not execute it (its guard is false)."""
+    what = quals[0]
     m = uniform(gm(ex, ws), mask, f"{what} membermask") & 0xFFFFFFFF
     member = (np.uint32(m) & LANE_BIT) != 0
     outside = mask & ~member
@@ -44,13 +49,17 @@ def member_lanes(ex, ws, mask, gm, what: str):
         raise MemberMaskError(f"{what}: lanes {_lanes(outside)} execute it but are not in membermask "
                               f"0x{m:08x} (PTX ISA: every executing lane must be in membermask)")
     idle = member & ws.live & ~mask  # exited members are not waited for (PTX ISA: "non-exited threads")
-    if idle.any():
-        if not (idle & ws.active).any() and not (ws.live & ~member).any():
-            return converge(ws, mask, MemberMaskError)
-        raise MemberMaskError(f"{what}: lanes {_lanes(idle)} of membermask 0x{m:08x} do not execute it "
-                              f"({why_absent(ws, idle)}): PTX ISA requires every member lane to execute the "
-                              f"same {what} (on the GPU this hangs or is undefined)")
-    return mask
+    if not idle.any() and not (ws.met and ws.pc in ws.met):
+        return vals, mask, mask, False
+    if (idle & ws.active).any():
+        raise MemberMaskError(f"{what}: lanes {_lanes(idle & ws.active)} of membermask 0x{m:08x} do not execute it "
+                              f"({why_absent(ws, idle & ws.active)}): PTX ISA requires every member lane to execute "
+                              f"{what} with the same membermask (on the GPU this hangs or is undefined)")
+    got = rendezvous(ws, mask, (*quals, m), member, vals, MemberMaskError)
+    if got is None:
+        return None
+    vals, union, jump = got
+    return vals, union, (union if jump else mask), jump
 
 
 def shfl_source(mode: str, b, c) -> tuple[np.ndarray, np.ndarray]:
@@ -89,27 +98,25 @@ def _shfl(ins, ctx):
     sp = reg_setter(ins.pred, "pred", ctx) if ins.pred is not None else None
     mode = ins.mode
 
+    quals = ("shfl.sync", mode)
+
     def fn(ex, ws, mask):
         if not mask.any():
             return None
-        run = member_lanes(ex, ws, mask, gm, "shfl.sync")
-        if run is not mask:  # parked (None: stay at this pc) or converged (the batch ends after it)
-            if run is None:
-                return here
-            mask = run
-            after = here + 1
-        else:
-            after = None
+        a = np.broadcast_to(np.asarray(ga(ex, ws), np.uint32), (32,))
+        got = sync_lanes(ex, ws, mask, gm, quals, a)
+        if got is None:
+            return here
+        a, union, mask, jump = got
         j, p = shfl_source(mode, gb(ex, ws), gc(ex, ws))
-        bad = mask & ~mask[j]
+        bad = mask & ~union[j]
         if bad.any():
             raise MemberMaskError(f"shfl.sync: lanes {_lanes(bad)} read lanes {_lanes(np.isin(LANE, j[bad]))}, "
                                   f"which do not execute it (PTX ISA: sourcing an inactive lane is undefined)")
-        a = np.broadcast_to(np.asarray(ga(ex, ws), np.uint32), (32,))
         sd(ex, ws, a[j], mask)
         if sp is not None:
             sp(ex, ws, p, mask)
-        return after
+        return here + 1 if jump else None
     return fn
 
 
@@ -122,21 +129,18 @@ def _vote(ins, ctx):
     sd = reg_setter(ins.dst, "b32" if ballot else "pred", ctx)
     mode, neg = ins.mode, ins.negate
 
+    quals = ("vote.sync", mode)
+
     def fn(ex, ws, mask):
         if not mask.any():
             return None
-        run = member_lanes(ex, ws, mask, gm, "vote.sync")
-        if run is not mask:  # parked (None: stay at this pc) or converged (the batch ends after it)
-            if run is None:
-                return here
-            mask = run
-            after = here + 1
-        else:
-            after = None
-        a = np.broadcast_to(np.asarray(ga(ex, ws), bool), (32,)) ^ neg
-        on = a[mask]
+        got = sync_lanes(ex, ws, mask, gm, quals, np.broadcast_to(np.asarray(ga(ex, ws), bool), (32,)) ^ neg)
+        if got is None:
+            return here
+        a, union, mask, jump = got
+        on = a[union]
         if ballot:
-            r = np.uint32(int(np.bitwise_or.reduce(np.where(mask & a, LANE_BIT, np.uint32(0)))))
+            r = np.uint32(int(np.bitwise_or.reduce(np.where(union & a, LANE_BIT, np.uint32(0)))))
         elif mode == "all":
             r = bool(on.all())
         elif mode == "any":
@@ -144,7 +148,7 @@ def _vote(ins, ctx):
         else:
             r = bool(on.all() or not on.any())
         sd(ex, ws, np.full(32, r), mask)
-        return after
+        return here + 1 if jump else None
     return fn
 
 
@@ -163,19 +167,16 @@ def _redux(ins, ctx):
     sd = reg_setter(ins.dst, "u32", ctx)
     red = _REDUCE[ins.op]
 
+    quals = ("redux.sync", ins.op, ins.type)
+
     def fn(ex, ws, mask):
         if not mask.any():
             return None
-        run = member_lanes(ex, ws, mask, gm, "redux.sync")
-        if run is not mask:  # parked (None: stay at this pc) or converged (the batch ends after it)
-            if run is None:
-                return here
-            mask = run
-            after = here + 1
-        else:
-            after = None
-        v = np.broadcast_to(np.asarray(ga(ex, ws)), (32,))[mask]
-        r = red(v) & 0xFFFFFFFF
+        got = sync_lanes(ex, ws, mask, gm, quals, np.broadcast_to(np.asarray(ga(ex, ws)), (32,)))
+        if got is None:
+            return here
+        v, union, mask, jump = got
+        r = red(v[union]) & 0xFFFFFFFF
         sd(ex, ws, np.full(32, r, np.uint32), mask)
-        return after
+        return here + 1 if jump else None
     return fn

@@ -3,7 +3,8 @@ differs between a warp's lanes splits the warp, each path runs with only its lan
 reconverges at the branch's immediate post-dominator. Laws: results equal numpy's per-lane
 evaluation of the same program; lanes that do not run a path keep their registers and memory;
 a full-warp `.sync` collective after reconvergence sees every lane; `.sync`/`.aligned`
-instructions executed by part of the warp are named errors, never a hang."""
+instructions executed by part of the warp are named errors, never a hang (.sync collectives on
+several paths that meet: test_sync_rendezvous.py)."""
 
 from __future__ import annotations
 
@@ -210,27 +211,6 @@ A:
 
 
 # ---------------------------------------------------------------------------------- named errors
-@pytest.mark.parametrize("coll", ["shfl.sync.idx.b32 %r{d}, %r0, 0, 31, 0xffffffff;",
-                                  "vote.sync.any.pred %p{d}, %p0, 0xffffffff;",
-                                  "redux.sync.add.u32 %r{d}, %r0, 0xffffffff;"])
-def test_full_mask_collectives_on_two_paths_never_meet(coll):
-    """`if (lane < 16) x = shfl(full) else y = shfl(full)`: two different instructions, each waiting
-    for the lanes at the other one (a hang or undefined on the GPU): a MemberMaskError naming the
-    second one's line."""
-    with pytest.raises(MemberMaskError, match="wait at different warp-synchronous instructions") as e:
-        _run(f"""
-    mov.u32 %r4, 0;
-    setp.lt.u32 %p0, %r1, 16;
-@%p0 bra OTHER;
-    {coll.format(d=5)}
-    bra END;
-OTHER:
-    {coll.format(d=6)}
-END:
-""")
-    assert e.value.line == _line_of(coll.format(d=6)) and e.value.warp == 0
-
-
 def test_full_mask_collective_in_a_path_waits_for_the_others_to_exit():
     """Lanes 0..15 leave the path and exit; lanes 16.. reach a full-warp vote.sync: it waits for
     the non-exited members only (PTX ISA), as under Independent Thread Scheduling."""
