@@ -1,4 +1,4 @@
-"""Functional semantics of the warp collectives shfl.sync, vote.sync and redux.sync (PTX ISA).
+"""Functional semantics of the warp collectives shfl.sync, vote.sync, redux.sync and bar.warp.sync (PTX ISA).
 
 Each builder returns fn(ex, ws, mask) -> None or a pc (ALU class: register-only). `mask` is the
 executing lanes (active and guard true). The membermask rule is enforced, not assumed
@@ -179,4 +179,23 @@ def _redux(ins, ctx):
         r = red(v[union]) & 0xFFFFFFFF
         sd(ex, ws, np.full(32, r, np.uint32), mask)
         return here + 1 if jump else None
+    return fn
+
+
+@semantics(I.BarWarpSync)
+def _bar_warp(ins, ctx):
+    """bar.warp.sync: the rendezvous of `sync_lanes` with no data (PTX ISA: the lanes of membermask
+    meet at a bar.warp.sync of the same membermask, on any path)."""
+    here = ctx.pc
+    gm = value_getter(ins.membermask, "u32", ctx)
+    quals = ("bar.warp.sync",)
+    none = np.zeros(32, dtype=bool)
+
+    def fn(ex, ws, mask):
+        if not mask.any():
+            return None
+        got = sync_lanes(ex, ws, mask, gm, quals, none)
+        if got is None:
+            return here
+        return here + 1 if got[3] else None
     return fn

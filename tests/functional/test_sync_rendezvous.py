@@ -1,4 +1,4 @@
-"""shfl/vote/redux.sync reached by lanes on different paths of a divergent branch (PTX ISA, sm_70+:
+"""shfl/vote/redux.sync and bar.warp.sync reached by lanes on different paths of a divergent branch (PTX ISA, sm_70+:
 each executing thread waits until all non-exited threads of membermask have executed the
 instruction "with the same qualifiers and same membermask value"; hopsim/functional/simt.py
 `rendezvous`). Laws: the result equals the converged program's (one collective after a `selp` of
@@ -62,6 +62,7 @@ COLLECTIVES = {
     "vote-any": ("vote.sync.any.pred %p6, %p{x}, {m};\n    selp.u32 %r4, 1, 0, %p6;", "p"),
     "redux-add": ("redux.sync.add.u32 %r4, %r{x}, {m};", "r"),
     "redux-max": ("redux.sync.max.u32 %r4, %r{x}, {m};", "r"),
+    "bar.warp.sync": ("bar.warp.sync {m};\n    add.u32 %r4, %r{x}, 1;", "r"),
 }
 SPLITS = {  # (branch condition on the lane index %r1, membermask, guard of the collective or "")
     "halves": ("setp.lt.u32 %p0, %r1, 16;", "0xffffffff", ""),
@@ -204,3 +205,31 @@ END:
     with pytest.raises(DivergentBarrier, match=r"\.aligned") as e:
         _run(body)
     assert f"line {_line(text, '// one')}" in str(e.value) and f"line {_line(text, '// two')}" in str(e.value)
+
+
+def test_bar_warp_sync_waits_for_members_that_exit_on_the_other_path():
+    """PTX ISA: the non-exited lanes of membermask: lanes 0..15 exit, 16..31 go on alone."""
+    out, _ = _run("""    setp.lt.u32 %p0, %r1, 16;
+@%p0 bra QUIT;
+    bar.warp.sync 0xffffffff;
+    mov.u32 %r4, %r3;
+    bra END;
+QUIT:
+    exit;
+END:
+""")
+    t = np.arange(THREADS)
+    np.testing.assert_array_equal(out, np.where(LANE < 16, 9, t + 100))
+
+
+def test_bar_warp_sync_with_other_membermasks_on_two_paths_is_named():
+    body = """    setp.lt.u32 %p0, %r1, 16;
+@%p0 bra OTHER;
+    bar.warp.sync 0xffffffff; // full
+    bra END;
+OTHER:
+    bar.warp.sync 0xffff0000; // half
+END:
+"""
+    with pytest.raises(MemberMaskError, match="membermask"):
+        _run(body)

@@ -196,3 +196,23 @@ class ReduxSync(Instruction):
 
     def lint(self) -> list[tuple[str, str, str]]:
         return mask_lint(self)
+
+
+@dataclass(frozen=True)
+class BarWarpSync(Instruction):
+    """`bar.warp.sync membermask;` (PTX ISA, bar.warp.sync, sm_70+): the executing lane waits until
+    every non-exited lane of membermask has executed a bar.warp.sync with the same membermask
+    value, on whichever path of a divergent branch (hopsim/functional/simt.py `rendezvous`);
+    no data. Timing class `Kind.ALU` (issued like a register op). The membermask rule is the other
+    warp collectives' (`mask_lint`, run time MemberMaskError)."""
+
+    mnemonic: ClassVar[str] = "bar.warp.sync"
+    timing_class: ClassVar[str] = Kind.ALU
+    rule: ClassVar[str] = "PTX ISA, bar.warp.sync: bar.warp.sync membermask"
+    operand_spec: ClassVar = (Opnd("membermask", VAL, rt="u32"),)
+    examples: ClassVar = ("bar.warp.sync 0xffffffff;", "bar.warp.sync %r0;")
+    _coerce_fields: ClassVar = ("membermask",)
+    membermask: Reg | Imm = Imm(FULL_MASK)
+
+    def lint(self) -> list[tuple[str, str, str]]:
+        return mask_lint(self)
