@@ -362,6 +362,10 @@ class CtaRun:
             st.wgmma = True
         key = eff.blocked_on
         yield self._event(key)
+        if key[0] == "wgmma" and _drains(eff) and self.c.wgmma_sync > 0:
+            # wait_group 0: released wgmma_sync_cycles after its last group completes (microbench__wgmma:
+            # a round with L wgmmas = the empty round + their latency)
+            yield self.env.timeout(self.c.wgmma_sync)
         st.add_wait(wait_name(key), self.env.now - now)
         if st.slices is not None:
             st.slices.append((now, self.env.now, f"wait {self.ex.describe(key)}"))
@@ -423,8 +427,10 @@ class CtaRun:
         return issued, None
 
     def _wgmma(self, w, eff, issued, smsp, woken):
-        """wgmma.mma_async (once per warpgroup): the issue waits for room in the tensor pipe, then
-        takes its issue time; the tensor cores give the completion (FIFO per warpgroup). A warp
+        """wgmma.mma_async (once per warpgroup): the issue waits for room in the tensor pipe; the
+        wgmma enters the pipe then and the warp is held its issue time (microbench__wgmma: a lone
+        wgmma's latency beyond the round overhead is N/2 + fixed, with no issue time in it); the
+        tensor cores give the completion (FIFO per warpgroup). A warp
         waiting for room does not hold its scheduler (the other warps of the SMSP issue meanwhile:
         microbench__smemport, TMA and LSU warps beside two warpgroups of wgmma)."""
         self.stats[w].wgmma = True
@@ -434,8 +440,12 @@ class CtaRun:
         tensor = self.sm.tensor
         hold = max(1.0, self.c.wgmma_issue * info.n / 128)
         room = tensor.accept(issued)
-        resume = smsp.reserve(issued, hold) if room <= issued else room + hold
-        t = tensor.mma(resume, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16")
+        if room <= issued:
+            start, resume = issued, smsp.reserve(issued, hold)
+        else:
+            start, resume = room, room + hold
+        t = tensor.mma(start, info.m, info.n, info.k, info.operand_bytes, f"wgmma m64n{info.n}k16",
+                       info.a_from_regs)
         self._at(t, eff, ("wg", eff.warpgroup))
         if self.inflight is not None:
             self.inflight.append((resume, t, f"wgmma group {eff.group} (warpgroup {eff.warpgroup})", "wgmma in flight"))
@@ -513,8 +523,12 @@ class CtaRun:
         return issued + self.c.try_wait, "mbarrier_try_wait"
 
     def _wgmma_wait(self, w, eff, issued, smsp, woken):
-        """fence + commit + wait_group of a round (microbench__wgmma: overhead with no wgmma)."""
-        return issued + self.c.wgmma_sync, "wgmma_sync"
+        """A wait_group whose groups are complete: wait_group 0 is released `wgmma_sync_cycles`
+        after its issue (microbench__wgmma: the round of fence, commit, wait with no wgmma); wait_group
+        N > 0 costs its issue slot (microbench__wgmma_queue: wait_group 1 on complete groups)."""
+        if _drains(eff):
+            return issued + self.c.wgmma_sync, "wgmma_sync"
+        return issued, None
 
     def _other(self, w, eff, issued, smsp, woken):
         """Every other timing class: issue slots only; an async one completes at issue."""
@@ -600,6 +614,13 @@ def unit_destinations(prog) -> dict:
                if op.kind in (Kind.MUFU, Kind.SHFL) and op.rows_written}
         prog._unit_dst = got
     return got
+
+
+def _drains(eff) -> bool:
+    """A wgmma.wait_group 0 (waits for every committed group); effects without an instruction
+    (scripted executors) count as one."""
+    n = getattr(eff.instr, "n", 0)
+    return n is None or int(n) == 0
 
 
 def _requests(eff) -> int:

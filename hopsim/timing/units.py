@@ -123,6 +123,8 @@ class SmemPort:
                     hi += d
                 elif self.rank_wgmma == rank:
                     eq += d
+        if hi == 0.0 and eq == 0.0:  # no other client active: nothing to share (a lone wgmma reads
+            return demand                # at its own rate, microbench__wgmma: TensorCores.mma)
         cap = self.cap
         avail = cap - hi
         if demand + eq <= avail:
@@ -158,7 +160,11 @@ class TensorCores:
 
     Tensor-pipe time of one wgmma.mma_async m64nNk16 (f16/bf16) = 64 * N * 16 /
     `spec.tensor_fma_f16_per_cycle_per_sm` cycles (= N/2, docs/hopper-facts.md §7.5); its result is ready
-    `timing.wgmma_fixed_latency_cycles` after it leaves the pipe. Instructions of all warpgroups of
+    `timing.wgmma_fixed_latency_cycles` (SS; `wgmma_rs_fixed_latency_cycles` with A in registers)
+    after its pipe time. The pipe takes the next wgmma no sooner than its occupancy: the pipe time,
+    at least `wgmma_pipe_min_cycles` and, SS, its operand bytes / `wgmma_ss_operand_bytes_per_cycle`
+    (microbench__wgmma: small N run at 13 cycles (RS) and 128 B/cycle of A + B (SS) per wgmma, while
+    a lone one's latency stays N/2 + fixed). Instructions of all warpgroups of
     the SM queue on the same pipe in issue order; the pipe holds at most `timing.wgmma_queue_depth`
     (`accept`: an issue beyond waits until the oldest completes). SS operand reads share the
     shared-memory port (`port`, SmemPort.share: a wgmma beside TMA fills / LSU wavefronts that want
@@ -169,6 +175,10 @@ class TensorCores:
     def __init__(self, gpu, sm_id: int = 0, trace: bool = False, jitter: Jitter | None = None):
         self.fma_per_cycle = float(gpu.spec.tensor_fma_f16_per_cycle_per_sm.value)
         self.fixed_latency = float(gpu.timing.wgmma_fixed_latency_cycles.value)
+        self.rs_fixed_latency = float(gpu.timing.wgmma_rs_fixed_latency_cycles.value)
+        self.min_cycles = float(gpu.timing.wgmma_pipe_min_cycles.value)
+        rate = float(gpu.timing.wgmma_ss_operand_bytes_per_cycle.value)
+        self.ss_cycles_per_byte = 1.0 / rate if rate > 0 else 0.0
         self.pipe = Pipe(f"SM{sm_id}.tensor", trace)
         self.jitter = jitter or Jitter()
         self.queue_depth = max(1, int(gpu.timing.wgmma_queue_depth.value))
@@ -210,31 +220,46 @@ class TensorCores:
     def pipe_cycles(self, m: int, n: int, k: int) -> float:
         return m * n * k / self.fma_per_cycle
 
-    def mma(self, now: float, m: int, n: int, k: int, operand_bytes: int = 0, label: str = "") -> float:
+    def occupancy(self, cycles: float, operand_bytes: int, a_from_regs: bool) -> float:
+        """Pipe cycles a wgmma of pipe time `cycles` holds the pipe: at least the floor and, SS,
+        its operand bytes at the lone read rate."""
+        occ = cycles if cycles > self.min_cycles else self.min_cycles
+        if not a_from_regs and self.ss_cycles_per_byte:
+            rd = operand_bytes * self.ss_cycles_per_byte
+            if rd > occ:
+                occ = rd
+        return occ
+
+    def mma(self, now: float, m: int, n: int, k: int, operand_bytes: int = 0, label: str = "",
+            a_from_regs: bool = False) -> float:
         """Queue one wgmma; return the time its accumulators are final."""
         self.flops += 2 * m * n * k
         self.operand_bytes += operand_bytes
         self.instructions += 1
         cycles = self.pipe_cycles(m, n, k)
+        occ = self.occupancy(cycles, operand_bytes, a_from_regs)
         port = self.port
         if port is not None and operand_bytes:
-            self.operand_rate = operand_bytes / cycles
+            self.operand_rate = operand_bytes / occ
             want = self.operand_rate * port.wgmma_weight
             start = now if now > self.pipe.next_free else self.pipe.next_free
             got = port.share(port.rank_wgmma, want, start, wgmma=False)
             if got < want:
-                slow = cycles * want / got
-                port.slowed += slow - cycles
-                cycles = slow
+                slow = occ * want / got
+                port.slowed += slow - occ
+                cycles += slow - occ
+                occ = slow
         if self.landings:
-            charge = self._fill_charge(now, cycles)
+            charge = self._fill_charge(now, occ)
             if charge:
                 cycles += charge
+                occ += charge
                 if port is not None:
                     port.slowed += charge
-        end = self.pipe.reserve(now, cycles, label)
+        end = self.pipe.reserve(now, occ, label)
         self._ends.append(end)
-        return end + self.jitter(self.fixed_latency)
+        fixed = self.rs_fixed_latency if a_from_regs else self.fixed_latency
+        return end - occ + cycles + self.jitter(fixed)
 
 
 class TmaUnit:

@@ -75,11 +75,11 @@ def test_wgmma_group_then_wait():
     k, n = 4, 128
     scripts = [[("wgmma", n, G0, k)] * k + [("wait", G0), ("exit",)]]
     res, _ = run(lambda c: scripts)
-    issued_first = START + ISSUE + T["wgmma_issue_cycles"]  # SMSP issue, then the wgmma issue cost
-    pipe = k * 64 * n * 16 / S["tensor_fma_f16_per_cycle_per_sm"]  # k back-to-back: k * N/2
+    issued_first = START + ISSUE  # the first wgmma enters the pipe at its SMSP issue (its issue cost holds the warp)
+    pipe = k * 64 * n * 16 / S["tensor_fma_f16_per_cycle_per_sm"]  # k back-to-back: k * N/2 (N = 128: above every floor)
     done = issued_first + pipe + T["wgmma_fixed_latency_cycles"]
-    # wake at completion (no wake-up latency), wait_group re-issues, exit
-    assert res.cycles == math.ceil(done) + ISSUE + ISSUE
+    # wake at completion, a wait_group 0 is released wgmma_sync_cycles later, re-issues, exit
+    assert res.cycles == math.ceil(done) + T["wgmma_sync_cycles"] + ISSUE + ISSUE
     assert res.flops == k * 2 * 64 * n * 16
     assert res.roles["consumer"]["wait"]["wgmma.wait_group"] > 0
 
