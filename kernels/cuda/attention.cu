@@ -103,7 +103,7 @@ __host__ __device__ constexpr uint32_t tile_off(int row, int col) {
 // One row half h of the online softmax of a KV block (softmax.py exp_block), in the IR's order.
 template <int KVB>
 __device__ __forceinline__ float exp_half(float* s, float& m, float& l, int h, float c) {
-  constexpr int NV = KVB / 8;   // values of the row half: i = 4 v2 + 2 h + v0
+  constexpr int NV = KVB / 4;   // values of the row half: i = 4 v2 + 2 h + v0, v2 < KVB/8, v0 < 2
   float mx = s[2 * h];
 #pragma unroll
   for (int n = 1; n < NV; ++n) mx = fmaxf(mx, s[4 * (n / 2) + 2 * h + (n % 2)]);
