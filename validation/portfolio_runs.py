@@ -3,6 +3,7 @@
     python3 -m validation.portfolio_runs --family vecadd|copy|tmacopy|all --out DIR --budget-s 300
     python3 -m validation.portfolio_runs --family rowsum|softmax|rowwise --out DIR --budget-s 300
     python3 -m validation.portfolio_runs --family attention --out DIR --budget-s 120
+    python3 -m validation.portfolio_runs --family attention --debug-dump DIR   # staged dump (attention_debug.py)
     python3 -m validation.portfolio_runs --family all --plan          # the points and planned time
 
 Points: validation/portfolio.py (kernels/cuda/vecadd.cu, copy.cu; 256 threads per CTA) and
@@ -41,6 +42,7 @@ import numpy as np
 
 from validation import point_runner as pr
 from validation import portfolio as pf
+from validation import attention_debug as adbg
 from validation import portfolio_attention as pat
 from validation import portfolio_tmacopy as ptc
 from validation import rowwise as rw
@@ -140,18 +142,19 @@ def check_record(rec) -> str | None:
 
 
 # ---------------------------------------------------------------- build
-def cubin(family: str) -> pathlib.Path:
-    """nvcc kernels/cuda/<family>.cu unless cached (by source and command hash)."""
+def cubin(family: str, defines: tuple[str, ...] = ()) -> pathlib.Path:
+    """nvcc kernels/cuda/<family>.cu (with -D`defines`) unless cached (by source and command hash)."""
     src = REPO / "kernels" / "cuda" / f"{family}.cu"
     text = src.read_bytes()
     headers = b"".join((src.parent / h.decode()).read_bytes() for h in re.findall(rb'#include "([\w.]+)"', text)
                        if (src.parent / h.decode()).exists())
-    h = hashlib.sha256(text + headers + " ".join(NVCC).encode()).hexdigest()[:12]
+    cmd = [*NVCC, *(f"-D{x}" for x in defines)]
+    h = hashlib.sha256(text + headers + " ".join(cmd).encode()).hexdigest()[:12]
     out = BUILD / f"{family}_{h}.cubin"
     if not out.exists():
         BUILD.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".tmp{os.getpid()}")
-        r = subprocess.run([*NVCC, "-o", str(tmp), str(src)], capture_output=True, text=True)
+        r = subprocess.run([*cmd, "-o", str(tmp), str(src)], capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"nvcc failed for {src.name}:\n{r.stderr[-3000:]}")
         tmp.replace(out)
@@ -456,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
     ap.add_argument("--plan", action="store_true", help="print the points and planned time; run nothing")
+    ap.add_argument("--debug-dump", type=pathlib.Path, metavar="DIR", help="attention only: build with "
+                    "-DATTN_DEBUG, run one small point per kernel, compare CTA 0's staged dump with numpy "
+                    "(validation/attention_debug.py); nothing timed")
     ap.add_argument("--set", default=None, help="held-out set: heldout1 (default), heldout2 or heldout3 "
                     "(validation/portfolio.py SETS: vecadd/copy sizes; rowwise.py and portfolio_tmacopy.py "
                     "PLANS: their plan of that name, else heldout1's; children inherit it through "
@@ -471,6 +477,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.family not in (*FAMILIES, *GROUPS):
         print(f"--family: {a.family!r} is not valid; give one of {', '.join((*FAMILIES, *GROUPS))}", file=sys.stderr)
         return 2
+    if a.debug_dump is not None:
+        if a.family != pat.FAMILY:
+            print(f"--debug-dump: only with --family {pat.FAMILY} (got --family {a.family})", file=sys.stderr)
+            return 2
+        mod = cupy().RawModule(path=str(cubin(pat.FAMILY, ("ATTN_DEBUG",))))
+        return adbg.run(a.debug_dump, mod.get_function, cupy(), encode_tensor_map, sync)
     if a.child:
         gpts = [p for p in plan(a.child) if p["group"] == a.child]
         prov = json.loads(pathlib.Path(a.prov).read_text())

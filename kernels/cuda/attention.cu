@@ -36,7 +36,27 @@ struct alignas(64) TmaDesc {
   uint64_t opaque[16];
 };
 
+// Debug build (-DATTN_DEBUG; validation/attention_debug.py, `--family attention --debug-dump DIR`):
+// the kernels take one more argument, float* dbg, and CTA 0 dumps, for KV block 0, every thread's
+// S fragment (after the S wgmma), P (f32, after the softmax), the packed P registers, m0 m1 l0 l1,
+// the O fragment after the first P V, and the shared-memory bytes of Q, K and V (stage 0). Regions
+// (in 4-byte words, thread-major): attn::Dbg. The timed build has none of this code.
+#ifdef ATTN_DEBUG
+#define ATTN_DBG_PARAM , float* dbg
+#define ATTN_DBG_ARG , dbg
+#else
+#define ATTN_DBG_PARAM
+#define ATTN_DBG_ARG
+#endif
+
 namespace attn {
+
+template <int D, int KVB>
+struct Dbg {   // word offsets of the dump regions (128 threads each, then the raw smem words)
+  static constexpr int S = 0, P = S + 128 * KVB / 2, PK = P + 128 * KVB / 2, O1 = PK + 128 * KVB / 4,
+                       ST = O1 + 128 * D / 2, SMQ = ST + 128 * 4, SMK = SMQ + 64 * D / 2, SMV = SMK + KVB * D / 2,
+                       WORDS = SMV + KVB * D / 2;
+};
 
 constexpr uint32_t FULL = 0xFFFFFFFFu;
 
@@ -125,7 +145,7 @@ __device__ __forceinline__ float exp_half(float* s, float& m, float& l, int h, f
 
 template <int D, int KVB>
 __device__ __forceinline__ void tile(const TmaDesc* tq, const TmaDesc* tk, const TmaDesc* tv, float* O,
-                                     int seq, int stages, float c) {
+                                     int seq, int stages, float c ATTN_DBG_PARAM) {
   __shared__ __align__(8) uint64_t full[ATTN_MAX_STAGES], empty[ATTN_MAX_STAGES], qbar;
   extern __shared__ __align__(1024) uint8_t smem[];
   constexpr uint32_t Q_BYTES = ATTN_TILE_M * D * 2, KV_BYTES = KVB * D * 2, TX = 2 * KV_BYTES;
@@ -173,6 +193,16 @@ __device__ __forceinline__ void tile(const TmaDesc* tq, const TmaDesc* tk, const
     const int s = j % S;
     const uint32_t ph = (j / S) & 1, sk = sK + s * KV_BYTES, sv = sV + s * KV_BYTES;
     sm90::mbar_wait(fb + 8 * s, ph);
+#ifdef ATTN_DEBUG
+    using DL = Dbg<D, KVB>;
+    const bool dbg_on = blockIdx.x == 0 && j == 0;
+    if (dbg_on) {   // the landed tiles, raw (the TMA's 128B-swizzled bytes), generic loads after the wait
+      const uint32_t* g = reinterpret_cast<const uint32_t*>(smem + (sQ - sm90::smem_u32(smem)));
+      for (int w = tid; w < Q_BYTES / 4; w += 128) dbg[DL::SMQ + w] = __uint_as_float(g[w]);
+      for (int w = tid; w < KV_BYTES / 4; w += 128) dbg[DL::SMK + w] = __uint_as_float(g[(sk - sQ) / 4 + w]);
+      for (int w = tid; w < KV_BYTES / 4; w += 128) dbg[DL::SMV + w] = __uint_as_float(g[(sv - sQ) / 4 + w]);
+    }
+#endif
     const uint64_t descK = sm90::make_desc(sk, 16, 1024, 1);
     sm90::wgmma_fence();
 #pragma unroll
@@ -183,12 +213,26 @@ __device__ __forceinline__ void tile(const TmaDesc* tq, const TmaDesc* tk, const
     sm90::wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < KVB / 2; ++i) sm90::fence_operand(sacc[i]);
+#ifdef ATTN_DEBUG
+    if (dbg_on)
+      for (int i = 0; i < KVB / 2; ++i) dbg[DL::S + tid * (KVB / 2) + i] = sacc[i];
+#endif
     const float a0 = exp_half<KVB>(sacc, m0, l0, 0, c);
     const float a1 = exp_half<KVB>(sacc, m1, l1, 1, c);
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] *= (i & 2) ? a1 : a0;   // row half h = (i / 2) % 2
 #pragma unroll
     for (int r = 0; r < KVB / 4; ++r) p[r] = pack_f16x2(sacc[8 * (r / 4) + 2 * (r % 4)], sacc[8 * (r / 4) + 2 * (r % 4) + 1]);
+#ifdef ATTN_DEBUG
+    if (dbg_on) {
+      for (int i = 0; i < KVB / 2; ++i) dbg[DL::P + tid * (KVB / 2) + i] = sacc[i];
+      for (int r = 0; r < KVB / 4; ++r) dbg[DL::PK + tid * (KVB / 4) + r] = __uint_as_float(p[r]);
+      dbg[DL::ST + 4 * tid] = m0;
+      dbg[DL::ST + 4 * tid + 1] = m1;
+      dbg[DL::ST + 4 * tid + 2] = l0;
+      dbg[DL::ST + 4 * tid + 3] = l1;
+    }
+#endif
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) sm90::fence_operand(o[i]);
 #pragma unroll
@@ -201,6 +245,10 @@ __device__ __forceinline__ void tile(const TmaDesc* tq, const TmaDesc* tk, const
     sm90::wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) sm90::fence_operand(o[i]);
+#ifdef ATTN_DEBUG
+    if (dbg_on)
+      for (int i = 0; i < D / 2; ++i) dbg[DL::O1 + tid * (D / 2) + i] = o[i];
+#endif
     arrive_if(lane0, eb + 8 * s);
     if (warp0 && j < KT - S) {   // refill stage s with block j + S once the four warps released it
       sm90::mbar_wait(eb + 8 * s, ph);
@@ -224,8 +272,9 @@ __device__ __forceinline__ void tile(const TmaDesc* tq, const TmaDesc* tk, const
 #define ATTN_KERNEL(D, KVB)                                                                              \
   extern "C" __global__ void __launch_bounds__(128, 1)                                                  \
       attention_d##D##_kv##KVB(const __grid_constant__ TmaDesc tma_q, const __grid_constant__ TmaDesc tma_k, \
-                               const __grid_constant__ TmaDesc tma_v, float* O, int seq, int stages, float c) { \
-    attn::tile<D, KVB>(&tma_q, &tma_k, &tma_v, O, seq, stages, c);                                      \
+                               const __grid_constant__ TmaDesc tma_v, float* O, int seq, int stages, float c \
+                                   ATTN_DBG_PARAM) {                                                    \
+    attn::tile<D, KVB>(&tma_q, &tma_k, &tma_v, O, seq, stages, c ATTN_DBG_ARG);                          \
   }
 
 ATTN_KERNEL(64, 64)
