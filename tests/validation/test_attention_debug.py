@@ -7,8 +7,9 @@ way to get the tile wrong, injected into the transliteration, must fail first at
 the row-half index bug fixed in attention.cu (NV = KVB/8: half of the scores went raw into P)
 fails at P and names "raw S passed through"; rows 0-7 / 8-15 of the S fragment swapped fail at S
 with the displacement (+-8, 0); the packed f16 halves swapped fail at P_pack; an unswizzled K tile
-fails at smem_k and is explained by "no swizzle". With nvcc the debug build compiles (the extra
-dbg argument) and the timed build is unchanged by the debug code.
+fails at smem_k and is explained by "no swizzle". The NV bug also reproduces the recorded H100
+failure (attention_smoke: ~all elements outside the bound); the fixed code passes. With nvcc the
+debug build compiles (the extra dbg argument) and the timed build has none of the debug code.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from kernels.attention.reference import error_bound, reference
 from kernels.attention.softmax import LOG2E, f32
 from validation import attention_debug as adbg
 from validation import portfolio_attention as pat
@@ -147,3 +149,19 @@ def test_debug_build_compiles_and_leaves_the_timed_build_alone(tmp_path):
     assert dbg.returncode == 0, dbg.stderr[-2000:]
     ptx = subprocess.run(["nvcc", "-ptx", "-arch=sm_90a", "-std=c++17", "-o", "-", src], capture_output=True, text=True)
     assert ptx.returncode == 0 and "dbg" not in ptx.stdout
+
+
+def test_the_row_half_bug_reproduces_the_recorded_h100_failure_and_the_fix_passes():
+    """validation/records/h100/attention_smoke: every point had ~all elements outside the bound
+    (e.g. 270281 of 270336, worst error / bound 1.09e5). The transliteration with NV = KVB/8 fails
+    the same way on a small (not held-out) size; with the fix every element is inside the bound."""
+    d, kvb, seq, tiles = 64, 64, 512, 4
+    p = pat.point(d, kvb, 1, seq, tiles)
+    rs = np.random.RandomState(11)
+    q, k, v = (rs.standard_normal((n, d)).astype(np.float16) for n in (64 * tiles, seq, seq))
+    ap = pat.params(p)
+    ref, bound = reference(q, k, v, ap), error_bound(q, k, v, ap)
+    bad = np.abs(emulate(q, k, v, d, kvb, p["c"], nv_div=8)[0] - ref)
+    good = np.abs(emulate(q, k, v, d, kvb, p["c"])[0] - ref)
+    assert np.mean(bad > bound) > 0.99 and np.max(bad / bound) > 1e3
+    assert np.all(good <= bound)
