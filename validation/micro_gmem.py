@@ -16,16 +16,15 @@ never changed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
-import sys
 import time
 
 import numpy as np
 
 from validation import gmem_plan as gp
 from validation import point_runner as pr
+from validation import run_args as ra
 from validation.micro_runner import compile_cached, cupy, module, sync
 from validation.power.nvml_sampler import PowerSampler, power_limits
 from validation.provenance import device_provenance
@@ -258,39 +257,18 @@ def _provenance() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m validation.micro_gmem", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
-    ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
-    ap.add_argument("--only", default="", help="comma-separated groups (default: all)")
-    ap.add_argument("--plan", action="store_true", help="print the plan and its planned time; run nothing")
-    for hidden in ("--child", "--from", "--deadline", "--prov", "--jsonl"):
-        ap.add_argument(hidden, help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
+    a = ra.parser("micro_gmem", __doc__, 300.0, only="comma-separated groups (default: all)", children=True).parse_args(argv)
     pts = gp.plan()
     if a.child:
-        gpts = [p for p in pts if p["group"] == a.child]
-        prov = json.loads(pathlib.Path(a.prov).read_text())
-        return pr.run_child(gp.KIND, gpts, run_point, health, int(a.__dict__["from"]), float(a.deadline), prov,
-                            pathlib.Path(a.jsonl))
-    if not a.budget_s > 0:
-        print(f"--budget-s: {a.budget_s} is not valid; give seconds > 0", file=sys.stderr)
+        return ra.run_child(a, gp.KIND, pts, run_point, health, pr)
+    if ra.bad_budget(a):
         return 2
-    names = gp.groups(pts)
-    if a.only:
-        bad = [g for g in a.only.split(",") if g not in names]
-        if bad:
-            print(f"--only: unknown group {bad[0]!r}; valid: {', '.join(names)}", file=sys.stderr)
-            return 2
-        names = [g for g in names if g in a.only.split(",")]
-        pts = [p for p in pts if p["group"] in names]
+    pts, names, err = ra.select(pts, gp.groups(pts), a.only)
+    if err:
+        return ra.fail(err)
     if a.plan:
-        for g in names:
-            gp_ = [p for p in pts if p["group"] == g]
-            print(f"{g:<10} {len(gp_):4d} points {sum(p['est_s'] for p in gp_):7.1f} s")
-        print(f"planned {gp.planned_seconds(pts):.0f} s of {a.budget_s:.0f} s budget ({len(pts)} points)")
-        return 0
-    if a.out is None:
-        print("--out: missing; give the output folder (e.g. $OUT/gmem)", file=sys.stderr)
+        return ra.print_plan(pts, names, gp.planned_seconds(pts), a.budget_s)
+    if ra.missing_out(a, "$OUT/gmem"):
         return 2
     return execute(pts, names, a.out, a.budget_s)
 

@@ -16,15 +16,13 @@ error and the run goes on. Whole run <= 120 s on an H100 (--budget-s). Clocks ar
 
 from __future__ import annotations
 
-import argparse
-import json
 import pathlib
-import sys
 import time
 
 import numpy as np
 
 from validation import launch2_plan as lp
+from validation import run_args as ra
 from validation.micro_runner import compile_cached, cupy, module, spread, sync
 from validation.provenance import device_provenance, nvidia_smi_clocks, write_record
 
@@ -245,44 +243,17 @@ BENCH = {"empty": bench_empty, "spin": bench_spin, "stream": bench_stream}
 
 
 # ---------------------------------------------------------------- entry
-def _parse(argv):
-    ap = argparse.ArgumentParser(prog="python3 -m validation.micro_launch2", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
-    ap.add_argument("--budget-s", type=float, default=lp.BUDGET_S, help="wall-time budget, seconds (> 0)")
-    ap.add_argument("--only", default="", help="comma-separated groups: empty, spin, stream (default: all)")
-    ap.add_argument("--plan", action="store_true", help="print the plan and its planned time; run nothing")
-    return ap.parse_args(argv)
-
-
-def select(pts: list[dict], only: str) -> tuple[list[dict] | None, str | None]:
-    """The points of the --only groups, or (None, the error line)."""
-    names = lp.groups(pts)
-    if not only:
-        return pts, None
-    want = [g.strip() for g in only.split(",") if g.strip()]
-    bad = [g for g in want if g not in names]
-    if bad or not want:
-        return None, f"--only: unknown group {(bad or [only])[0]!r}; valid: {', '.join(names)}"
-    return [p for p in pts if p["group"] in want], None
-
-
 def main(argv: list[str] | None = None) -> int:
-    a = _parse(argv)
-    if not a.budget_s > 0:
-        print(f"--budget-s: {a.budget_s} is not valid; give seconds > 0", file=sys.stderr)
+    a = ra.parser("micro_launch2", __doc__, lp.BUDGET_S,
+                  only="comma-separated groups: empty, spin, stream (default: all)").parse_args(argv)
+    if ra.bad_budget(a):
         return 2
-    pts, err = select(lp.plan(), a.only)
+    pts, names, err = ra.select(lp.plan(), lp.groups(lp.plan()), a.only)
     if err:
-        print(err, file=sys.stderr)
-        return 2
+        return ra.fail(err)
     if a.plan:
-        for g in lp.groups(pts):
-            gp_ = [p for p in pts if p["group"] == g]
-            print(f"{g:<8} {len(gp_):4d} benchmarks {sum(p['est_s'] for p in gp_):7.1f} s")
-        print(f"planned {lp.planned_seconds(pts):.0f} s of {a.budget_s:.0f} s budget ({len(pts)} benchmarks)")
-        return 0
-    if a.out is None:
-        print("--out: missing; give the output folder (e.g. $OUT/launch2)", file=sys.stderr)
+        return ra.print_plan(pts, names, lp.planned_seconds(pts), a.budget_s, noun="benchmarks", width=8)
+    if ra.missing_out(a, "$OUT/launch2"):
         return 2
     return execute(pts, a.out, a.budget_s)
 

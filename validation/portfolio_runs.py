@@ -27,7 +27,6 @@ simulated here; clocks are never changed.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -41,6 +40,7 @@ import time
 import numpy as np
 
 from validation import point_runner as pr
+from validation import run_args as ra
 from validation import portfolio as pf
 from validation import attention_debug as adbg
 from validation import portfolio_attention as pat
@@ -453,12 +453,10 @@ def table(jsonl: pathlib.Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m validation.portfolio_runs", description=__doc__.splitlines()[0])
+    ap = ra.parser("portfolio_runs", __doc__, 300.0, children=True,
+                   plan_help="print the points and planned time; run nothing")
     ap.add_argument("--family", default="all", help="vecadd, copy, tmacopy, rowsum, softmax, attention, all "
                     "(= vecadd + copy + tmacopy), vecadd_copy or rowwise (= rowsum + softmax)")
-    ap.add_argument("--out", type=pathlib.Path, help="output folder (created)")
-    ap.add_argument("--budget-s", type=float, default=300.0, help="wall-time budget, seconds (> 0)")
-    ap.add_argument("--plan", action="store_true", help="print the points and planned time; run nothing")
     ap.add_argument("--debug-dump", type=pathlib.Path, metavar="DIR", help="attention only: build with "
                     "-DATTN_DEBUG, run one small point per kernel, compare CTA 0's staged dump with numpy "
                     "(validation/attention_debug.py); nothing timed")
@@ -466,8 +464,6 @@ def main(argv: list[str] | None = None) -> int:
                     "(validation/portfolio.py SETS: vecadd/copy sizes; rowwise.py and portfolio_tmacopy.py "
                     "PLANS: their plan of that name, else heldout1's; children inherit it through "
                     "$HOPSIM_PORTFOLIO_SET)")
-    for hidden in ("--child", "--from", "--deadline", "--prov", "--jsonl"):
-        ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.set is not None:
         if a.set not in pf.SETS:
@@ -484,12 +480,8 @@ def main(argv: list[str] | None = None) -> int:
         mod = cupy().RawModule(path=str(cubin(pat.FAMILY, ("ATTN_DEBUG",))))
         return adbg.run(a.debug_dump, mod.get_function, cupy(), encode_tensor_map, sync)
     if a.child:
-        gpts = [p for p in plan(a.child) if p["group"] == a.child]
-        prov = json.loads(pathlib.Path(a.prov).read_text())
-        return pr.run_child(KIND, gpts, run_point, health, int(getattr(a, "from")), float(a.deadline), prov,
-                            pathlib.Path(a.jsonl))
-    if not a.budget_s > 0:
-        print(f"--budget-s: {a.budget_s} is not valid; give seconds > 0", file=sys.stderr)
+        return ra.run_child(a, KIND, plan(a.child), run_point, health, pr)
+    if ra.bad_budget(a):
         return 2
     pts = plan(a.family)
     if a.plan:
@@ -498,8 +490,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{p['name']:<26} grid {q['grid_132sm']:>8} x {q['threads_per_cta']}  {p['est_s']:5.2f} s")
         print(f"planned {planned_seconds(pts):.0f} s of {a.budget_s:.0f} s budget ({len(pts)} points)")
         return 0
-    if a.out is None:
-        print("--out: missing; give the output folder (e.g. $OUT/portfolio)", file=sys.stderr)
+    if ra.missing_out(a, "$OUT/portfolio"):
         return 2
     return execute(pts, a.out, a.budget_s)
 

@@ -11,6 +11,7 @@ kept; its expiry path (atomicExch on a flag) is left out (it never runs).
 from __future__ import annotations
 
 from isa.ir.parser import parse
+from kernels.micro.spin import spin_wait
 
 _HEAD = """.reg .u32 %r<16>
 .reg .u64 %rd<16>
@@ -24,19 +25,7 @@ _HEAD = """.reg .u32 %r<16>
 
 def _wait(bar: str, parity: str, tag: str) -> str:
     """mb_wait(bar, parity): s = clock64; spin on try_wait; clock check after each failure."""
-    return f"""    mov.u64 %rd10, %clock64;
-W{tag}:
-    mbarrier.try_wait.parity.shared::cta.b64 %p4, [{bar}], {parity};
-    selp.u32 %r9, 1, 0, %p4;
-    setp.ne.u32 %p5, %r9, 0;
-@%p5 bra D{tag};
-    mov.u64 %rd11, %clock64;
-    sub.s64 %rd12, %rd11, %rd10;
-    setp.gt.s64 %p6, %rd12, 2147483648;
-@%p6 bra D{tag};
-    bra W{tag};
-D{tag}:
-"""
+    return spin_wait(bar, parity, tag, "%p4", selp=("%r9", "%p5"), clock=("%rd10", "%rd11", "%rd12", "%p6"))
 
 
 def _body(mode: int, tag: str) -> str:

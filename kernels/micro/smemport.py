@@ -25,6 +25,7 @@ Launch: grid 1, block 384; params src (u64: 48 KB of f16), times (u64: 16 x int6
 from __future__ import annotations
 
 from isa.ir.parser import parse
+from kernels.micro.spin import LOAD, spin_wait, warm_loop
 
 ROLE_WG0, ROLE_WG1, ROLE_TMA, ROLE_LD, ROLE_ST, ROLE_STM = 1, 2, 4, 8, 16, 32
 RING, BOX = 6, 16384
@@ -32,20 +33,12 @@ A_BYTES, B_BYTES, LSU_BYTES = 8192, 32768, 4096
 RING_OFF = 2 * A_BYTES + B_BYTES
 LSU_OFF = RING_OFF + RING * BOX
 SMEM = LSU_OFF + 3 * LSU_BYTES
-LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
 DESC_BITS = (1 << 16) | (64 << 32) | (1 << 62)  # sm90::make_desc(addr, 16, 1024, 1)
 
 
 def _wait(bar: str, parity: str, tag: str) -> str:
     """try_wait.parity spin (sm90 mbar_try_wait; the CUDA kernel's 2^30-cycle bound is not needed)."""
-    return f"""W{tag}:
-    mbarrier.try_wait.parity.shared::cta.b64 %p8, [{bar}], {parity};
-    selp.u32 %r60, 1, 0, %p8;
-    setp.ne.u32 %p9, %r60, 0;
-@%p9 bra D{tag};
-    bra W{tag};
-D{tag}:
-"""
+    return spin_wait(bar, parity, tag, "%p8", selp=("%r60", "%p9"))
 
 
 def _window() -> str:
@@ -59,6 +52,8 @@ def _window() -> str:
 def _prologue(rows: int, window: int, warm_l2: bool) -> str:
     warm = ""
     if warm_l2:
+        loop = warm_loop("@%p10", "%r13", BOX, "%r14", "%r11", "%r11", 128, rows, "%r12", _wait("%r13", "%r12", "pre"),
+                         before_load=f"    add.u32 %r14, %r1, {RING_OFF};\n")
         warm = f"""    setp.eq.u32 %p10, %r0, 256;
     shr.u32 %r4, %r0, 5;
     setp.ne.u32 %p1, %r4, 8;
@@ -67,15 +62,7 @@ def _prologue(rows: int, window: int, warm_l2: bool) -> str:
     mov.u32 %r12, 0;
     mov.u32 %r13, bars;
     add.u32 %r13, %r13, {8 * RING};
-PRE:
-@%p10 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r13], {BOX};
-    add.u32 %r14, %r1, {RING_OFF};
-@%p10 {LOAD} [%r14], [map, {{0, %r11}}], [%r13];
-{_wait("%r13", "%r12", "pre")}    xor.b32 %r12, %r12, 1;
-    add.u32 %r11, %r11, 128;
-    setp.lt.u32 %p1, %r11, {rows};
-@%p1 bra PRE;
-NOWARM:
+{loop}NOWARM:
 """
     inits = "\n".join(f"@%p11 mbarrier.init.shared::cta.b64 [bars+{8 * s}], 1;" for s in range(RING + 1))
     return f"""    mov.u32 %r0, %tid.x;

@@ -15,24 +15,11 @@ before the launch becomes an untimed prologue that loads every box of the map on
 from __future__ import annotations
 
 from isa.ir.parser import parse
-
-LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-
+from kernels.micro.spin import LOAD, spin_wait, warm_loop
 
 def _wait(bar: str, parity: str, tag: str, limit: int = 1 << 31) -> str:
-    return f"""    mov.u64 %rd10, %clock64;
-W{tag}:
-    mbarrier.try_wait.parity.shared::cta.b64 %p4, [{bar}], {parity};
-    selp.u32 %r19, 1, 0, %p4;
-    setp.ne.u32 %p5, %r19, 0;
-@%p5 bra D{tag};
-    mov.u64 %rd11, %clock64;
-    sub.s64 %rd12, %rd11, %rd10;
-    setp.gt.s64 %p6, %rd12, {limit};
-@%p6 bra D{tag};
-    bra W{tag};
-D{tag}:
-"""
+    return spin_wait(bar, parity, tag, "%p4", selp=("%r19", "%p5"), clock=("%rd10", "%rd11", "%rd12", "%p6"),
+                     limit=limit)
 
 
 def tma_latency(k: int, box_rows: int, nbox: int, iters: int, warm: int, seed: int, warm_l2: bool):
@@ -40,17 +27,9 @@ def tma_latency(k: int, box_rows: int, nbox: int, iters: int, warm: int, seed: i
     box_bytes = 128 * box_rows
     prologue = ""
     if warm_l2:
-        prologue = f"""    mov.u32 %r10, 0;
-PRE:
-@%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {box_bytes};
-    mul.lo.u32 %r11, %r10, {box_rows};
-@%p0 {LOAD} [%r1], [map, {{0, %r11}}], [bar];
-{_wait("bar", "%r8", "p")}
-    xor.b32 %r8, %r8, 1;
-    add.u32 %r10, %r10, 1;
-    setp.lt.u32 %p1, %r10, {nbox};
-@%p1 bra PRE;
-"""
+        prologue = "    mov.u32 %r10, 0;\n" + warm_loop(
+            "@%p0", "bar", box_bytes, "%r1", "%r11", "%r10", 1, nbox, "%r8", _wait("bar", "%r8", "p"),
+            before_load=f"    mul.lo.u32 %r11, %r10, {box_rows};\n")
     return parse(f""".kernel tma_latency
 .param .tmap map
 .param .u64 cyc
@@ -126,16 +105,8 @@ def tma_issue(k: int, box_rows: int, mode: str, rows: int, iters: int, warm_l2: 
         f"{guard} {LOAD} [smem+{j * box_bytes}], [map, {{0, %r6}}], [bar];\n" for j in range(k))
     prologue = ""
     if warm_l2:  # the record's tensor is L2-resident: load each box position of the map once
-        prologue = f"""    mov.u32 %r10, 0;
-PRE:
-@%p0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {box_bytes};
-@%p0 {LOAD} [smem], [map, {{0, %r10}}], [bar];
-{_wait("bar", "%r8", "p")}
-    xor.b32 %r8, %r8, 1;
-    add.u32 %r10, %r10, {box_rows};
-    setp.lt.u32 %p1, %r10, {rows};
-@%p1 bra PRE;
-"""
+        prologue = "    mov.u32 %r10, 0;\n" + warm_loop(
+            "@%p0", "bar", box_bytes, "smem", "%r10", "%r10", box_rows, rows, "%r8", _wait("bar", "%r8", "p"))
     return parse(f""".kernel tma_issue_k{k}_{ISSUE_MODES[mode]}
 .param .tmap map
 .param .u64 times

@@ -15,6 +15,7 @@ to `out` after t1 (outside the timed window) and the %globaltimer reads (no ns c
 from __future__ import annotations
 
 from isa.ir.parser import parse
+from kernels.micro.spin import LOAD, spin_wait, warm_loop
 
 TYPES = {0: ("f32", "f16"), 1: ("f32", "bf16"), 2: ("f16", "f16")}
 """TY of micro_mma.cuh -> (accumulator type, input type)."""
@@ -247,20 +248,7 @@ TIMED:
 
 def _tma_wait(bar: str, parity: str, tag: str) -> str:
     """sm90 mbar_try_wait spin with the clock64 bound of the CUDA kernel (2^30)."""
-    return f"""    mov.u64 %rd15, %clock64;
-W{tag}:
-    mbarrier.try_wait.parity.shared::cta.b64 %p8, [{bar}], {parity};
-@%p8 bra D{tag};
-    mov.u64 %rd16, %clock64;
-    sub.s64 %rd17, %rd16, %rd15;
-    setp.gt.s64 %p9, %rd17, 1073741824;
-@%p9 bra D{tag};
-    bra W{tag};
-D{tag}:
-"""
-
-
-TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    return spin_wait(bar, parity, tag, "%p8", clock=("%rd15", "%rd16", "%rd17", "%p9"), limit=1 << 30)
 
 
 def wgt(n: int, rs: bool, tma: bool, rows: int, iters: int = 256, warm_l2: bool = True):
@@ -279,18 +267,8 @@ def wgt(n: int, rs: bool, tma: bool, rows: int, iters: int = 256, warm_l2: bool 
                     f"{a_op}, %rd21, 1, 1, 1{'' if rs else ', 0'}, 0;" for _ in range(16))
     pre = ""
     if warm_l2:
-        pre = f"""    setp.eq.u32 %p10, %r0, 128;
-    mov.u32 %r11, 0;
-    mov.u32 %r12, 0;
-PRE:
-@%p10 mbarrier.arrive.expect_tx.shared::cta.b64 _, [bars], 16384;
-@%p10 {TMA_LOAD} [%r13], [map, {{0, %r11}}], [bars];
-{_tma_wait("bars", "%r12", "p")}
-    xor.b32 %r12, %r12, 1;
-    add.u32 %r11, %r11, 128;
-    setp.lt.u32 %p1, %r11, {rows};
-@%p1 bra PRE;
-"""
+        pre = "    setp.eq.u32 %p10, %r0, 128;\n    mov.u32 %r11, 0;\n    mov.u32 %r12, 0;\n" + warm_loop(
+            "@%p10", "bars", 16384, "%r13", "%r11", "%r11", 128, rows, "%r12", _tma_wait("bars", "%r12", "p"))
     text = _setup(f"wgt_{'rs' if rs else 'ss'}_n{n}", n, 0, rs, 1, "src, times",
                   f".param .tmap map\n.shared .align 1024 .b8 ring[{4 * 16384}]\n.shared .align 8 .b8 bars[32]\n"
                   ".shared .align 4 .b8 done[4]\n")
@@ -333,7 +311,7 @@ SLOOP:
     mad.lo.u32 %r21, %r17, 16384, %r13;
     mul.lo.u32 %r22, %r15, 128;
     and.b32 %r22, %r22, {rows - 1};
-@%p10 {TMA_LOAD} [%r21], [map, {{0, %r22}}], [%r18];
+@%p10 {LOAD} [%r21], [map, {{0, %r22}}], [%r18];
     add.u32 %r15, %r15, 1;
     bra SLOOP;
 SDRAIN:

@@ -110,45 +110,36 @@ class _Red(_Atomic):
         return f"{self.addr.text()}, {self.b.text()}"
 
 
-@dataclass(frozen=True)
-class AtomGlobal(_Atom):
-    """`atom.global.op.type d, [a], b{, c};` d = the old value (timing: LD_GLOBAL, a round trip)."""
-
-    mnemonic: ClassVar[str] = "atom.global"
-    timing_class: ClassVar[str] = Kind.LD_GLOBAL
-    space: ClassVar[str] = "global"
-    examples: ClassVar = ("atom.global.add.u32 %r0, [%rd0], 1;", "atom.global.cas.b32 %r0, [%rd0+4], %r1, %r2;",
-                          "atom.relaxed.gpu.global.add.f32 %f0, [%rd0], %f1;", "atom.global.exch.b64 %rd1, [%rd0], %rd2;")
+TIMING = {("atom", "global"): Kind.LD_GLOBAL, ("atom", "shared"): Kind.LD_SHARED,
+          ("red", "global"): Kind.ST_GLOBAL, ("red", "shared"): Kind.ST_SHARED}
+"""Timing class per (family, space): an atom is costed as the space's load (the warp waits for the
+round trip), a red as its store (the warp goes on); see the module docstring."""
 
 
-@dataclass(frozen=True)
-class AtomShared(_Atom):
-    """`atom.shared.op.type d, [a], b{, c};` d = the old value (timing: LD_SHARED)."""
-
-    mnemonic: ClassVar[str] = "atom.shared"
-    timing_class: ClassVar[str] = Kind.LD_SHARED
-    space: ClassVar[str] = "shared"
-    examples: ClassVar = ("atom.shared.max.s32 %r0, [%r1], %r2;", "atom.shared.inc.u32 %r0, [buf+8], 15;")
-
-
-@dataclass(frozen=True)
-class RedGlobal(_Red):
-    """`red.global.op.type [a], b;` no result (timing: ST_GLOBAL, the warp goes on)."""
-
-    mnemonic: ClassVar[str] = "red.global"
-    timing_class: ClassVar[str] = Kind.ST_GLOBAL
-    space: ClassVar[str] = "global"
-    examples: ClassVar = ("red.global.add.u32 [%rd0], 1;", "red.release.gpu.global.add.f32 [%rd0+8], %f1;")
+def _declare(base: type, space: str, doc: str, examples: tuple) -> type:
+    """The concrete class of `base` (_Atom or _Red) on `space`: `AtomGlobal` ... `RedShared`, opcode
+    `{atom|red}.{space}`, its timing class from TIMING."""
+    family = "atom" if base is _Atom else "red"
+    name = family.capitalize() + space.capitalize()
+    cls = type(name, (base,), {"__doc__": doc, "__module__": __name__, "__qualname__": name,
+                               "mnemonic": f"{family}.{space}", "timing_class": TIMING[family, space],
+                               "space": space, "examples": examples})
+    return dataclass(frozen=True)(cls)
 
 
-@dataclass(frozen=True)
-class RedShared(_Red):
-    """`red.shared.op.type [a], b;` no result (timing: ST_SHARED)."""
-
-    mnemonic: ClassVar[str] = "red.shared"
-    timing_class: ClassVar[str] = Kind.ST_SHARED
-    space: ClassVar[str] = "shared"
-    examples: ClassVar = ("red.shared.or.b32 [%r0], %r1;", "red.shared.min.u64 [buf], %rd1;")
+AtomGlobal = _declare(_Atom, "global", "`atom.global.op.type d, [a], b{, c};` d = the old value (timing: LD_GLOBAL, "
+                      "a round trip).", ("atom.global.add.u32 %r0, [%rd0], 1;",
+                                         "atom.global.cas.b32 %r0, [%rd0+4], %r1, %r2;",
+                                         "atom.relaxed.gpu.global.add.f32 %f0, [%rd0], %f1;",
+                                         "atom.global.exch.b64 %rd1, [%rd0], %rd2;"))
+AtomShared = _declare(_Atom, "shared", "`atom.shared.op.type d, [a], b{, c};` d = the old value (timing: LD_SHARED).",
+                      ("atom.shared.max.s32 %r0, [%r1], %r2;", "atom.shared.inc.u32 %r0, [buf+8], 15;"))
+RedGlobal = _declare(_Red, "global", "`red.global.op.type [a], b;` no result (timing: ST_GLOBAL, the warp goes on).",
+                     ("red.global.add.u32 [%rd0], 1;", "red.release.gpu.global.add.f32 [%rd0+8], %f1;"))
+RedShared = _declare(_Red, "shared", "`red.shared.op.type [a], b;` no result (timing: ST_SHARED).",
+                     ("red.shared.or.b32 [%r0], %r1;", "red.shared.min.u64 [buf], %rd1;"))
+CLASSES = {("atom", "global"): AtomGlobal, ("atom", "shared"): AtomShared,
+           ("red", "global"): RedGlobal, ("red", "shared"): RedShared}
 
 
 _SPACE = {"global": "global", "shared": "shared", "shared::cta": "shared"}
@@ -168,14 +159,12 @@ def _common(c, ops):
 def _parse_atom(c):
     kw, space = _common(c, tuple(ATOM_TYPES))
     c.count(4 if kw["op"] == "cas" else 3)
-    cls = AtomGlobal if space == "global" else AtomShared
     cval = c.val(3) if kw["op"] == "cas" else None
-    return cls(addr=c.mem(1), b=c.val(2), c=cval, dst=c.reg(0), **kw)
+    return CLASSES["atom", space](addr=c.mem(1), b=c.val(2), c=cval, dst=c.reg(0), **kw)
 
 
 @syntax("red", produces=(RedGlobal, RedShared))
 def _parse_red(c):
     kw, space = _common(c, RED_OPS)
     c.count(2)
-    cls = RedGlobal if space == "global" else RedShared
-    return cls(addr=c.mem(0), b=c.val(1), **kw)
+    return CLASSES["red", space](addr=c.mem(0), b=c.val(1), **kw)
