@@ -50,6 +50,7 @@ class H100Timing(ParamGroup):
     alu_latency_cycles: Param = P(4, "cycles", "dependent-issue latency of integer/float ALU instructions", "assumed: typical sm80/sm90 value, not measured here")
     smem_latency_cycles: Param = P(29, "cycles", "ld.shared latency of a conflict-free access (one wavefront)", "literature: [LUO24] Table IV, H800 PCIe p-chase")
     smem_cycles_per_wavefront: Param = P(1, "cycles", "shared-memory data-path time per wavefront (128 B/clk)", "spec: [CPG-SWZ] 32 banks x 4 B per clock")
+    smem_store_bytes_per_cycle: Param = P(0, "B/cycle", "rate st.shared and stmatrix write their wavefronts through the shared-memory data path (0: as loads, 128 B per smem_cycles_per_wavefront)", "assumed: as loads until microbench__smemport measures stores alone")
     smem_port_bytes_per_cycle: Param = P(0, "bytes/cycle", "shared-memory port bandwidth that wgmma SS operand reads, TMA fills and LSU wavefronts share when they run together (0: no contention, each client at its own rate)", "assumed: off until microbench__smemport measures the pairs")
     smem_port_wgmma_weight: Param = P(1.0, "port bytes/operand byte", "port bytes one byte of a wgmma SS operand read (A from smem, B) takes of smem_port_bytes_per_cycle", "assumed: every operand byte is read through the port")
     smem_port_fill_tensor_cycles_per_kib: Param = P(0, "cycles/KiB", "tensor-pipe time a TMA fill landing while wgmmas run costs them, per KiB filled (0: fills do not slow wgmma)", "assumed: off until microbench__smemport measures wgmma beside a TMA stream")

@@ -20,11 +20,14 @@ from collections import deque
 
 from typing import Hashable
 
+from hopsim.functional.effect import Kind
 from hopsim.timing.memory import MemorySystem
 from hopsim.timing.pipes import Jitter, Pipe
 
 WAVEFRONT_BYTES = 128
 """Bytes one shared-memory wavefront moves (32 banks x 4 B, docs/hopper-facts.md §3.2)."""
+STORE_KINDS = frozenset({Kind.ST_SHARED, Kind.STMATRIX})
+"""Access kinds the shared-memory data path serves at `smem_store_bytes_per_cycle` (SmemPort.access)."""
 FILL_HORIZON = 8192.0
 """Cycles a finished TMA fill is kept for port queries at earlier times (> the tensor pipe's lookahead)."""
 
@@ -85,6 +88,8 @@ class SmemPort:
         self.rank_wgmma = float(t.smem_port_rank_wgmma.value)
         self.tma_weight = float(t.smem_port_tma_weight.value)
         self.lsu_demand = WAVEFRONT_BYTES / self.cpw
+        st = float(t.smem_store_bytes_per_cycle.value)
+        self.store_cpw = WAVEFRONT_BYTES / st if st > 0 else self.cpw  # st.shared / stmatrix (microbench__smemport)
         self.tensor: TensorCores | None = None
         self.tma: TmaUnit | None = None
         self.slowed = 0.0  # cycles the clients' services were lengthened by contention (all clients)
@@ -138,11 +143,13 @@ class SmemPort:
         self.wavefronts += wavefronts
         self.ideal_wavefronts += wavefronts if ideal is None else max(1, int(ideal))
         self.accesses += 1
-        service = wavefronts * self.cpw
+        cpw = self.store_cpw if label in STORE_KINDS else self.cpw
+        service = wavefronts * cpw
         if self.contended:
             start = now if now > self.pipe.next_free else self.pipe.next_free
-            got = self.share(self.rank_lsu, self.lsu_demand, start, lsu=False)
-            if got < self.lsu_demand:
+            demand = WAVEFRONT_BYTES / cpw
+            got = self.share(self.rank_lsu, demand, start, lsu=False)
+            if got < demand:
                 slow = wavefronts * WAVEFRONT_BYTES / got
                 self.slowed += slow - service
                 service = slow

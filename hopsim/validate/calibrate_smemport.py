@@ -71,9 +71,15 @@ def derive_smemport(records_dir: pathlib.Path) -> dict[str, tuple[float, str]]:
     def alone(s):
         return by[f"{s}|1sm"][rate_key(s)]
 
+    st = [alone(s) for s in ("st", "stmatrix") if f"{s}|1sm" in by]
+    if st:
+        out_st = (statistics.median(st), where + "median of the st.shared.v4 and stmatrix.x4 streams alone (" +
+                  ", ".join(f"{v:.2f}" for v in st) + " B/cycle; ld.shared alone is latency-bound)")
     lsu = _pair_rows(by, ("wgmma1", "wgmma2"), ("ld", "st", "stmatrix"))
     hit = [(cfg, w, x, row) for cfg, w, x, row in lsu if slowed(row[rate_key(x)], alone(x))]
     out: dict[str, tuple[float, str]] = {}
+    if st:
+        out["smem_store_bytes_per_cycle"] = out_st
     if not hit:
         out["smem_port_bytes_per_cycle"] = (0.0, where + f"no LSU stream slowed by more than {NOISE:.0%} beside wgmma "
                                             f"({len(lsu)} pairs): no contention")
