@@ -1,8 +1,10 @@
 """Parameter sweeps: knob values, grids, and running a function over every point in parallel.
 
-A *point* is a dict of GEMM knobs keyed by the `kernels.params.GemmParams` field names plus `gpu`
-(`{"m": 4096, ..., "stages": 3, "box_rows": 64, "ctas_per_sm": "auto", "gpu": "h100_sxm"}`); every
-point carries every knob (the defaults fill the rest), so each result row keeps all its parameters.
+A *point* is a dict of one kernel family's knobs plus `gpu`. GEMM (the default family): the
+`kernels.params.GemmParams` field names (`{"m": 4096, ..., "stages": 3, "box_rows": 64,
+"ctas_per_sm": "auto", "gpu": "h100_sxm"}`); the other families (vecadd, copy, rowsum, softmax,
+tmacopy, attention: sweep_knobs.py) their parameter fields and `family`. Every point carries every
+knob of its family (the defaults fill the rest), so each result row keeps all its parameters.
 
 Knob values (command-line flags and `grid.yaml` share one syntax, checked per knob):
 
@@ -48,93 +50,40 @@ from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
-from hopsim.config import GPUS
 from hopsim.progress import Progress
 from hopsim import inputs
+from hopsim.sweep_knobs import FAMILIES, KNOBS, MAX_EXTENT, Family, Knob, family, gpu_names  # noqa: F401 (re-exported)
 from isa.errors import InputError
-from kernels.params import GemmParams
 
 # --------------------------------------------------------------------------- knob domains
+# Knob, the GEMM knobs (KNOBS) and the other families' knobs live in sweep_knobs.py.
 
-
-@dataclass(frozen=True)
-class Knob:
-    """One sweepable knob: its point key(s), command-line flag, domain and meaning."""
-
-    name: str                      # canonical name in grid.yaml (and the point key, except tile)
-    flag: str                      # command-line flag without dashes, as in `simulate gemm`
-    kind: str                      # "int" | "choice" | "tile" | "posint"
-    choices: tuple = ()            # allowed values ("int": allowed integers; "choice": strings/ints)
-    help: str = ""
-
-    @property
-    def allowed(self) -> str:
-        if self.kind == "posint":
-            return f"a positive integer up to {MAX_EXTENT}"
-        if self.kind == "tile":
-            return "BMxBNxBK with BM, BN in {64, 128, 256} and BK = 64, e.g. 128x128x64"
-        if self.kind == "int" and _is_contiguous(self.choices):
-            return f"{self.choices[0]}..{self.choices[-1]}"
-        return "one of " + ", ".join(str(c) for c in self.choices)
-
-
-def _is_contiguous(vals: tuple) -> bool:
-    return bool(vals) and all(isinstance(v, int) for v in vals) and list(vals) == list(
-        range(vals[0], vals[-1] + 1))
-
-
-def _gpu_names() -> tuple:
-    return tuple(sorted(GPUS))
-
-
-#: The knobs of the GEMM family (issue 4's `simulate gemm` flags), in command-line order.
-KNOBS: tuple[Knob, ...] = (
-    Knob("m", "m", "posint", help="problem M (a multiple of BM)"),
-    Knob("n", "n", "posint", help="problem N (a multiple of BN)"),
-    Knob("k", "k", "posint", help="problem K (a multiple of BK)"),
-    Knob("dtype", "dtype", "choice", ("f16", "bf16"), "input and output type"),
-    Knob("accum", "accum", "choice", ("f32", "f16"), "accumulator type"),
-    Knob("layout", "layout", "choice", ("tn", "nn"), "operand layouts (tn: both K-major)"),
-    Knob("tile", "tile", "tile", help="CTA tile BMxBNxBK"),
-    Knob("stages", "stages", "int", tuple(range(1, 9)), "shared-memory pipeline depth"),
-    Knob("box_rows", "tma-box-rows", "int", (8, 16, 32, 64, 128, 256), "TMA box rows R"),
-    Knob("swizzle", "swizzle", "choice", ("32B", "64B", "128B"), "TMA / wgmma swizzle"),
-    Knob("variant", "variant", "choice", ("single", "ws"), "single warpgroup or warp-specialized"),
-    Knob("consumers", "consumers", "int", (1, 2), "consumer warpgroups (ws)"),
-    Knob("ctas_per_sm", "ctas-per-sm", "choice", ("auto", 1), "occupancy: from resources or 1"),
-    Knob("epilogue", "epilogue", "choice", ("direct", "stmatrix"), "C store path"),
-    Knob("raster", "raster", "choice", ("row", "grouped"), "CTA rasterisation"),
-    Knob("group_m", "group-m", "int", (1, 2, 4, 8, 16), "M-tiles per group (raster grouped)"),
-    Knob("tma_issuer", "tma-issuer", "choice", ("lane", "elect"),
-         "TMA copies issued by lane 0 (lane predicate / one thread) or by the elect.sync lane"),
-    Knob("gpu", "gpu", "choice", (), "GPU configuration"),
-)
-
-MAX_EXTENT = 1 << 24      # largest problem extent M, N, K (the grid of CTAs is bounded per point)
 MAX_POINTS = 100_000      # largest grid (product of the swept knobs' value counts), also for --list
+_BOOLS = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False}
 _ALIASES = {"warp-specialized": "ws", "warp_specialized": "ws"}  # variant spelled as in issue 4
 _TILE_RE = re.compile(r"^\s*(\d{1,9})\s*[xX]\s*(\d{1,9})\s*[xX]\s*(\d{1,9})\s*$")
 _RANGE_RE = re.compile(r"^(-?\d{1,18})\s*-\s*(\d{1,18})(?:\s*:\s*(\d{1,18}))?$")
 
 
-def knob(name: str) -> Knob:
-    """The knob called `name` (grid name, point key or flag, with - or _), else InputError."""
+def knob(name: str, fam: str = "gemm") -> Knob:
+    """The knob called `name` (grid name, point key or flag, with - or _) of family `fam`, else
+    InputError."""
     key = name.strip().lstrip("-").replace("-", "_").lower()
-    for kn in KNOBS:
+    knobs = family(fam).knobs
+    for kn in knobs:
         if key in (kn.name, kn.flag.replace("-", "_")):
             return _with_gpus(kn)
-    raise InputError("knob", name, "one of " + ", ".join(k.flag for k in KNOBS))
+    raise InputError("knob", name, "one of " + ", ".join(k.flag for k in knobs)
+                     + ("" if fam == "gemm" else f" (family {fam})"))
 
 
 def _with_gpus(kn: Knob) -> Knob:
-    return dataclasses.replace(kn, choices=_gpu_names()) if kn.name == "gpu" else kn
+    return dataclasses.replace(kn, choices=gpu_names()) if kn.name == "gpu" else kn
 
 
-def default_point() -> dict:
-    """Every knob at its default (the GemmParams defaults and gpu h100_sxm)."""
-    base = GemmParams().to_dict()
-    base["gpu"] = "h100_sxm"
-    return base
+def default_point(fam: str = "gemm") -> dict:
+    """Every knob of family `fam` at its default (GEMM: the GemmParams defaults) and gpu h100_sxm."""
+    return family(fam).default()
 
 
 def _check_one(kn: Knob, raw: Any) -> Any:
@@ -150,12 +99,17 @@ def _check_one(kn: Knob, raw: Any) -> Any:
             raise InputError(kn.flag, str(raw).strip(), kn.allowed)
         return (bm, bn, bk)
     text = str(raw).strip()
+    if kn.kind == "bool":
+        b = _BOOLS.get(text.lower())
+        if b is None:
+            raise InputError(kn.flag, inputs.short(raw), kn.allowed)
+        return b
     if kn.kind in ("int", "posint"):
         try:
             val = int(text)
         except ValueError:
             raise InputError(kn.flag, inputs.short(raw), kn.allowed) from None
-        ok = 0 < val <= MAX_EXTENT if kn.kind == "posint" else val in kn.choices
+        ok = 0 < val <= kn.maximum if kn.kind == "posint" else val in kn.choices
         if not ok:
             raise InputError(kn.flag, inputs.short(val), kn.allowed)
         return val
@@ -167,20 +121,21 @@ def _check_one(kn: Knob, raw: Any) -> Any:
     raise InputError(kn.flag, inputs.short(raw), kn.allowed)
 
 
-def parse_values(name: str, spec: Any) -> list:
-    """All values of knob `name` from a spec: "1-6", "8,64,128", "auto,1", "128x128x64", a YAML
-    scalar or a YAML list. Raises InputError naming the knob and its domain."""
-    kn = knob(name)
+def parse_values(name: str, spec: Any, fam: str = "gemm") -> list:
+    """All values of knob `name` (of family `fam`) from a spec: "1-6", "8,64,128", "auto,1",
+    "128x128x64", "true,false", a YAML scalar or a YAML list. Raises InputError naming the knob
+    and its domain."""
+    kn = knob(name, fam)
     if kn.kind == "tile" and isinstance(spec, (list, tuple)) and _is_int_triple(spec):
         return [_check_one(kn, spec)]
     if isinstance(spec, (list, tuple)):
         items: list = []
         for s in spec:
-            items += parse_values(kn.name, s) if isinstance(s, str) else [_check_one(kn, s)]
+            items += parse_values(kn.name, s, fam) if isinstance(s, str) else [_check_one(kn, s)]
         if not items:
             raise InputError(kn.flag, inputs.short(spec), "at least one value: " + kn.allowed)
         return _dedup(items)
-    if isinstance(spec, bool) or spec is None:
+    if (isinstance(spec, bool) and kn.kind != "bool") or spec is None:
         raise InputError(kn.flag, inputs.short(spec), kn.allowed)
     text = str(spec).strip()
     if not text:
@@ -237,6 +192,7 @@ class Grid:
 
     base: dict
     knobs: dict  # name -> list of values
+    family: str = "gemm"
 
     @property
     def swept(self) -> list[str]:
@@ -252,35 +208,36 @@ class Grid:
         for combo in itertools.product(*(self.knobs[n] for n in names)):
             p = dict(self.base)
             for n, v in zip(names, combo):
-                _apply(p, knob(n), v)
+                _apply(p, knob(n, self.family), v)
             out.append(p)
         return out
 
 
-def make_grid(sweep: dict | None = None, base: dict | None = None) -> Grid:
-    """A grid from `{knob: spec}` (swept or single values) over defaults updated by `base`."""
-    point = default_point()
+def make_grid(sweep: dict | None = None, base: dict | None = None, fam: str = "gemm") -> Grid:
+    """A grid from `{knob: spec}` (swept or single values) over the defaults of family `fam`
+    updated by `base`."""
+    point = default_point(fam)
     for name, spec in (base or {}).items():
-        kn = knob(name)
-        vals = parse_values(kn.name, spec)
+        kn = knob(name, fam)
+        vals = parse_values(kn.name, spec, fam)
         if len(vals) != 1:
             raise InputError(kn.flag, inputs.short(spec), "a single value in `base` (put lists under `sweep`)",
                              where="grid")
         _apply(point, kn, vals[0])
     knobs: dict = {}
     for name, spec in (sweep or {}).items():
-        kn = knob(name)
-        knobs[kn.name] = parse_values(kn.name, spec)
-    grid = Grid(base=point, knobs=knobs)
+        kn = knob(name, fam)
+        knobs[kn.name] = parse_values(kn.name, spec, fam)
+    grid = Grid(base=point, knobs=knobs, family=family(fam).name)
     if len(grid) > MAX_POINTS:
         sizes = " x ".join(f"{len(v)} {n}" for n, v in knobs.items() if len(v) > 1)
         raise InputError("sweep", f"{sizes} = {len(grid)} points", f"a grid of at most {MAX_POINTS} points")
     return grid
 
 
-def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
-    """A grid from a YAML file `{base: {...}, sweep: {...}}`; `overrides` (knob -> spec, e.g.
-    from command-line flags) replace the file's entries for those knobs."""
+def load_grid(path: str | os.PathLike, overrides: dict | None = None, fam: str = "gemm") -> Grid:
+    """A grid from a YAML file `{base: {...}, sweep: {...}}` of family `fam`; `overrides` (knob ->
+    spec, e.g. from command-line flags) replace the file's entries for those knobs."""
     p = pathlib.Path(path)
     doc = inputs.load_yaml_text("grid", str(path), inputs.read_text("grid", path, "YAML file with `base:` and `sweep:`"))
     doc = {} if doc is None else doc
@@ -292,14 +249,14 @@ def load_grid(path: str | os.PathLike, overrides: dict | None = None) -> Grid:
     for sect, val in (("base", base), ("sweep", sweep)):
         if not isinstance(val, dict):
             raise InputError(f"{p.name}: {sect}", inputs.short(val), "a mapping knob: value(s)", where="grid")
-    ov = {knob(n).name: spec for n, spec in (overrides or {}).items()}
-    base = {k: v for k, v in base.items() if knob(k).name not in ov}
+    ov = {knob(n, fam).name: spec for n, spec in (overrides or {}).items()}
+    base = {k: v for k, v in base.items() if knob(k, fam).name not in ov}
     merged = {}  # an overridden knob keeps its place in the file's order
     for k, v in sweep.items():
-        name = knob(k).name
+        name = knob(k, fam).name
         merged[name] = ov.pop(name, v)
     merged.update(ov)
-    return make_grid(merged, base)
+    return make_grid(merged, base, fam)
 
 
 # --------------------------------------------------------------------------- running

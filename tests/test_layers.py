@@ -39,6 +39,7 @@ HOPSIM_LAYERS: tuple[tuple[str, ...], ...] = (
     ("hopsim.summary", "hopsim.progress", "hopsim.cache", "hopsim.inputs"),
     ("hopsim.gemm_setup", "hopsim.attention"),  # a GEMM's / attention tile's operands in the functional machine's memory
     ("hopsim.gemm_sim",),         # build + time one GEMM
+    ("hopsim.sweep_knobs",),      # every family's sweep knobs, defaults and point checks
     ("hopsim.sweep",),
     ("hopsim.plots",),
     ("hopsim.validate",),         # calibrate / compare against the hardware records

@@ -1,9 +1,12 @@
 """`hopsim sweep`: simulate every point of a knob grid in parallel; table, CSV/JSON, plot.
 
 The grid comes from `--grid grid.yaml` (`base:` fixed knobs, `sweep:` lists or ranges) and/or knob
-flags with the names of `hopsim simulate gemm` (`--stages 1-6 --tma-box-rows 8,64,128`); a flag
-replaces the file's entry for that knob. Each point runs `hopsim.gemm_sim:simulate_point` (or
-`--fn MODULE:FUNCTION`) on a local process pool, serially, or on a Dask cluster. Points whose
+flags with the names of `hopsim simulate <family>` (`--stages 1-6 --tma-box-rows 8,64,128`); a flag
+replaces the file's entry for that knob. `--family` picks the kernel family: gemm (default),
+vecadd, copy, rowsum, softmax, tmacopy or attention (hopsim/sweep_knobs.py: their knobs; a flag of
+another family is an error). Each point runs the family's sweep function (GEMM:
+`hopsim.gemm_sim:simulate_point`; the others: `hopsim.cli.family_sweep:simulate_point`, timing only)
+or `--fn MODULE:FUNCTION` on a local process pool, serially, or on a Dask cluster. Points whose
 combination is invalid (e.g. stages that do not fit shared memory for the tile) are not run: they
 get an `error` column, like points whose simulation fails; the sweep goes on.
 
@@ -20,7 +23,8 @@ import sys
 
 from hopsim import sweep
 from hopsim import inputs
-from hopsim.gemm_sim import ROW_COLUMNS, ROW_PREFIXES
+from hopsim.gemm_sim import ROW_PREFIXES
+from hopsim.sweep_knobs import all_flags, family
 from hopsim.plots import plot_sweep
 from hopsim.power.model import PowerModel
 from hopsim.power.solve import parse_clock
@@ -37,6 +41,8 @@ EXAMPLE = """examples:
   hopsim sweep --grid grid.yaml --stages 2,4 --plot s.png --compare-records   # H100 overlay
   hopsim sweep --grid grid.yaml --executor dask://scheduler-host:8786          # on a cluster
   hopsim sweep --stages 1-8 --tile 128x256x64 --list                           # points only
+  hopsim sweep --family softmax --rows 1024 --cols 1024-8192:1024 --mapping warp,cta --plot s.png
+  hopsim sweep --family vecadd --n 1048576,8650752 --vec 1,4 --y gb_per_s --out v.csv
 
 grid.yaml:
   base:  {m: 4096, n: 4096, k: 4096, variant: single, ctas_per_sm: auto}
@@ -47,23 +53,24 @@ knob values: a value (4), a list (8,64,128), a range (1-6), choices (auto,1), ti
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="simulate a grid of GEMM configurations in parallel",
+    p = sub.add_parser("sweep", help="simulate a grid of configurations of a kernel family in parallel",
                        description=__doc__, epilog=EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--grid", metavar="FILE.yaml", help="grid file with `base:` and `sweep:`")
-    g = p.add_argument_group("knobs (a value, a list 8,64,128 or a range 1-6; as in simulate gemm)")
-    for kn in sweep.KNOBS:
-        domain = kn.allowed if kn.name != "gpu" else "h100_sxm"
-        g.add_argument(f"--{kn.flag}", dest=f"knob_{kn.name}", metavar="V",
-                       help=f"{kn.help}; {domain}")
+    p.add_argument("--family", default="gemm", help="gemm (default), vecadd, copy, rowsum, softmax, tmacopy or attention")
+    g = p.add_argument_group("knobs (a value, a list 8,64,128 or a range 1-6; as in simulate <family>)")
+    for flag, uses in all_flags().items():
+        helps = "; ".join(f"{fam}: {kn.help + ', ' if kn.help else ''}"
+                          f"{kn.allowed if kn.name != 'gpu' else 'h100_sxm'}" for fam, kn in _merge_uses(uses))
+        g.add_argument(f"--{flag}", dest=_dest(flag), metavar="V", help=helps)
     r = p.add_argument_group("running")
     r.add_argument("--executor", default="process",
                    help="process (local pool, default) | serial | dask://HOST:PORT")
     r.add_argument("--jobs", type=int, help="worker processes (default: all CPUs)")
     r.add_argument("--dask-timeout", type=float, default=10.0, metavar="S",
                    help="seconds to wait for the Dask scheduler (default 10)")
-    r.add_argument("--fn", default=DEFAULT_FN, metavar="MODULE:FUNCTION",
-                   help=f"function run per point, fn(point) -> dict (default {DEFAULT_FN})")
+    r.add_argument("--fn", default=None, metavar="MODULE:FUNCTION",
+                   help=f"function run per point, fn(point) -> dict (default: the family's; gemm {DEFAULT_FN})")
     r.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     r.add_argument("--list", action="store_true", help="print the points and exit")
     o = p.add_argument_group("output")
@@ -82,26 +89,49 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _overrides(args) -> dict:
-    return {kn.name: getattr(args, f"knob_{kn.name}") for kn in sweep.KNOBS
-            if getattr(args, f"knob_{kn.name}") is not None}
+def _dest(flag: str) -> str:
+    return "knob_" + flag.replace("-", "_")
+
+
+def _merge_uses(uses: list) -> list:
+    """(family, knob) uses of one flag, families with the same domain and meaning merged."""
+    out: dict = {}
+    for fam, kn in uses:
+        key = (kn.help, kn.allowed)
+        out[key] = (f"{out[key][0]}/{fam}" if key in out else fam, kn)
+    return list(out.values())
+
+
+def _overrides(args, fam: str) -> dict:
+    """The knob flags given, by knob name; a flag that is not a knob of `fam` is an InputError."""
+    mine = {kn.flag: kn for kn in family(fam).knobs}
+    out = {}
+    for flag in all_flags():
+        v = getattr(args, _dest(flag))
+        if v is None:
+            continue
+        if flag not in mine:
+            raise InputError(flag, v, f"a knob of family {fam}: " + ", ".join("--" + f for f in mine))
+        out[mine[flag].name] = v
+    return out
 
 
 def _grid(args) -> sweep.Grid:
-    ov = _overrides(args)
+    fam = family(args.family).name
+    ov = _overrides(args, fam)
     if args.grid:
-        return sweep.load_grid(args.grid, overrides=ov)
-    return sweep.make_grid(sweep=ov)
+        return sweep.load_grid(args.grid, overrides=ov, fam=fam)
+    return sweep.make_grid(sweep=ov, fam=fam)
 
 
-def _check_points(points: list[dict], values: bool = False) -> tuple[list[int], dict[int, str], InputError | None]:
-    """Indices of valid points, errors of the invalid ones (GemmParams rules, and what hopsim can
-    simulate: inputs.gemm_limits), the first error."""
-    names = set(GemmParams.__dataclass_fields__)
+def _check_points(points: list[dict], fam: str = "gemm") -> tuple[list[int], dict[int, str], InputError | None]:
+    """Indices of valid points, errors of the invalid ones (the family's parameter rules; GEMM also
+    what hopsim can simulate: inputs.gemm_limits), the first error."""
+    check = family(fam).check
     ok, bad, first = [], {}, None
     for i, p in enumerate(points):
         try:
-            inputs.gemm_limits(GemmParams(**{k: v for k, v in p.items() if k in names}), values)
+            check(p)
             ok.append(i)
         except InputError as exc:
             bad[i] = f"invalid configuration: {exc}"
@@ -116,7 +146,7 @@ CLOCK_BASIS = ("clock basis: a point with an H100 record is simulated at the SM 
                "(1980 MHz)")
 #: Columns where smaller is better (speed-up = first / value) and where larger is (value / first).
 LOWER_IS_BETTER = ("time_ms", "cycles", "sim_wall_s")
-HIGHER_IS_BETTER = ("tflops", "tflops_per_w")
+HIGHER_IS_BETTER = ("tflops", "tflops_per_w", "gb_per_s")
 
 
 def _records(dir_arg: str) -> list:
@@ -210,9 +240,9 @@ def _nearest_hint(rows: list[dict], records: list[dict], y: str) -> str:
     return f"; the nearest records of the others differ in {flags}"
 
 
-def _is_knob(name: str) -> bool:
+def _is_knob(name: str, fam: str = "gemm") -> bool:
     try:
-        sweep.knob(name)
+        sweep.knob(name, fam)
         return True
     except InputError:
         return False
@@ -241,7 +271,7 @@ def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None, header: st
     knobs = grid.swept or []
     cols = ["tile" if k == "tile" else k for k in knobs]
     first = next((r.get(y) for r in rows if isinstance(r.get(y), (int, float))), None)
-    extra = [c for c in ("tflops", "clock_mhz", "power_w", "tflops_per_w", "time_ms_boost",
+    extra = [c for c in ("tflops", "gb_per_s", "clock_mhz", "power_w", "tflops_per_w", "time_ms_boost",
                          "ctas_per_sm_result", "waves", "cycles", "sm_clock_mhz",
                          f"hw_{y}", "hw_error_pct", "hw_cycles", "hw_cycles_error_pct")
              if c != y and any(c in r for r in rows)]
@@ -266,15 +296,15 @@ def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None, header: st
         print("  ".join(c.ljust(w) for c, w in zip(v, widths)).rstrip(), file=out)
 
 
-def _check_y_before(y: str, fn_spec: str) -> None:
-    """--y must name a column: for the default function the columns are known before running
-    (knobs and `gemm_sim.ROW_COLUMNS`, plus busy_* and wait_* columns)."""
-    if fn_spec != DEFAULT_FN:
+def _check_y_before(y: str, fn_spec: str | None, fam: str = "gemm") -> None:
+    """--y must name a column: for the family's own function the columns are known before running
+    (knobs and the family's columns, sweep_knobs.py, plus busy_* and wait_* columns)."""
+    if fn_spec is not None:
         return
-    if y in ROW_COLUMNS or any(y.startswith(p) for p in ROW_PREFIXES) or _is_knob(y):
+    cols = family(fam).columns
+    if y in cols or any(y.startswith(p) for p in ROW_PREFIXES) or _is_knob(y, fam):
         return
-    raise InputError("y", y, "a result column: " + ", ".join(ROW_COLUMNS)
-                     + ", busy_<unit>, wait_<role>_<reason>")
+    raise InputError("y", y, "a result column: " + ", ".join(cols) + ", busy_<unit>, wait_<role>_<reason>")
 
 
 def _check_y_after(y: str, rows: list[dict]) -> None:
@@ -293,19 +323,23 @@ def run(args) -> int:
         inputs.bounded_int("jobs", args.jobs, 1, 4096, "a number of workers")
     if not 0 < args.dask_timeout <= 3600:
         raise InputError("dask-timeout", args.dask_timeout, "seconds in (0, 3600]")
+    fam = family(args.family).name
+    if args.compare_records is not None and fam != "gemm":
+        raise InputError("compare-records", args.compare_records or "(default)",
+                         "only with --family gemm (the H100 records matched per configuration are GEMM records)")
     inputs.output_paths([("out", args.out, (".csv", ".json")), ("plot", args.plot, (".png",))])
-    _check_y_before(args.y, args.fn)
+    _check_y_before(args.y, args.fn, fam)
     clock = parse_clock(args.clock, PowerModel.load())
     grid = _grid(args)
     plot_knob = None
     if args.plot:
-        plot_knob = sweep.knob(args.plot_knob).name if args.plot_knob else (
+        plot_knob = sweep.knob(args.plot_knob, fam).name if args.plot_knob else (
             grid.swept[0] if grid.swept else None)
         if plot_knob is None:
             raise InputError("plot", args.plot, "a sweep with at least one knob taking several "
                              "values (e.g. --stages 1-6), or --plot-knob")
     points = [{**p, "clock": clock} for p in grid.points()]
-    ok_idx, bad, first_err = _check_points(points)
+    ok_idx, bad, first_err = _check_points(points, fam)
     if args.list:
         for i, p in enumerate(points):
             print(json.dumps({**p, "error": bad[i]} if i in bad else p))
@@ -316,7 +350,7 @@ def run(args) -> int:
         raise first_err  # every point is invalid: one line, exit 2
     records = _records(args.compare_records) if args.compare_records is not None else None
     matched = _at_record_clocks(points, records) if records is not None else {}
-    fn = sweep.load_function(args.fn)
+    fn = sweep.load_function(args.fn or family(fam).fn)
     if bad:
         print(f"hopsim sweep: {len(bad)} of {len(points)} points are invalid and skipped "
               f"(first: {first_err})", file=sys.stderr)
