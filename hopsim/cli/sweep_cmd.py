@@ -124,14 +124,19 @@ def _grid(args) -> sweep.Grid:
     return sweep.make_grid(sweep=ov, fam=fam)
 
 
-def _check_points(points: list[dict], fam: str = "gemm") -> tuple[list[int], dict[int, str], InputError | None]:
+def _check_points(points: list[dict], values: bool = False,
+                  fam: str = "gemm") -> tuple[list[int], dict[int, str], InputError | None]:
     """Indices of valid points, errors of the invalid ones (the family's parameter rules; GEMM also
-    what hopsim can simulate: inputs.gemm_limits), the first error."""
+    what hopsim can simulate, with data values when `values`: inputs.gemm_limits), the first error."""
+    names = set(GemmParams.__dataclass_fields__)
     check = family(fam).check
     ok, bad, first = [], {}, None
     for i, p in enumerate(points):
         try:
-            check(p)
+            if fam == "gemm":
+                inputs.gemm_limits(GemmParams(**{k: v for k, v in p.items() if k in names}), values)
+            else:
+                check(p)
             ok.append(i)
         except InputError as exc:
             bad[i] = f"invalid configuration: {exc}"
@@ -339,7 +344,7 @@ def run(args) -> int:
             raise InputError("plot", args.plot, "a sweep with at least one knob taking several "
                              "values (e.g. --stages 1-6), or --plot-knob")
     points = [{**p, "clock": clock} for p in grid.points()]
-    ok_idx, bad, first_err = _check_points(points, fam)
+    ok_idx, bad, first_err = _check_points(points, fam=fam)
     if args.list:
         for i, p in enumerate(points):
             print(json.dumps({**p, "error": bad[i]} if i in bad else p))
