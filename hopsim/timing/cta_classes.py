@@ -27,8 +27,9 @@ at once, so each CTA gets a class (equal class: equal control flow) that joins t
    kernel's control skeleton), the skeleton is run for a chunk of CTAs at once, one lane per
    (CTA, thread), each lane at its own pc (the lowest pc runs next: the ALU ops are per lane, so
    the order does not change a lane's values), and a CTA's signature is every lane's path: the
-   sequence of (pc, outcome) of its branches and controlled guards, folded into two 64-bit
-   hashes per lane (`_path`). At most `MAX_STEPS` instructions per chunk. An mbarrier wait's
+   sequence of (pc, outcome) of its controlled instructions (those guarded by a controlling
+   predicate; any other branch follows from the path so far), folded into two 64-bit hashes per
+   lane (`_path`). At most `MAX_STEPS` instructions per chunk. An mbarrier wait's
    predicate (`mbarrier.try_wait`/`test_wait`, a spin loop's exit) is taken as true: a warp
    leaves the loop only when the phase completes (else the launch deadlocks, a named error), and
    how many spins that takes is timing, which the memo key (the SM state) holds.
@@ -304,42 +305,49 @@ def _classes_by_path(kernel, launch, sample, preds, skel: set[int]) -> CtaClasse
 
 def _path(prog, skel, controlled, setup, c0, k):
     """Two 64-bit hashes per lane of the lane's path through the skeleton (CTAs c0..c0+k-1), or
-    None past MAX_STEPS."""
+    None past MAX_STEPS. Only the outcomes of the controlled instructions (guarded by a controlling
+    predicate) are hashed: every other branch's outcome follows from the path so far (its predicate
+    is the same in every CTA at the same point of the same path). A lane steps over instructions
+    that neither compute the skeleton nor steer it (`nxt`)."""
     n = k * setup.lpc
     ws, ex = setup.lanes(c0, k)
     ops = prog.ops
-    pc = np.zeros(n, dtype=np.int64)
-    done = ~np.tile(setup.exists, k)
+    done_pc = len(ops)
+    nxt = list(range(done_pc + 1))
+    for p in range(done_pc - 1, -1, -1):
+        x = ops[p].instr
+        if not (x is None or isinstance(x, (I.Bra, I.Exit)) or ops[p].index in skel or ops[p].index in controlled):
+            nxt[p] = nxt[p + 1]
+    pc = np.where(np.tile(setup.exists, k), nxt[0], done_pc).astype(np.int64)
     h = np.zeros((2, n), dtype=np.uint64)
     for _ in range(MAX_STEPS):
-        live = ~done
-        if not live.any():
+        cur = int(pc.min())
+        if cur >= done_pc:
             return h
-        cur = int(pc[live].min())
-        at = live & (pc == cur)
+        at = pc == cur
         op = ops[cur]
         x = op.instr
         if x is None or (isinstance(x, I.Exit) and x.guard is None):
-            done |= at
+            pc[at] = done_pc
             continue
         g = at
         if op.guard_row is not None:
             g = at & ((ex.bits[op.guard_row] != 0) ^ op.guard_neg)
-        if isinstance(x, I.Bra) or op.index in controlled:
+        if op.index in controlled:
             word = np.where(g, np.uint64(2 * cur + 1), np.uint64(2 * cur))
             for j in (0, 1):
-                h[j, at] = h[j, at] * _MUL[j] + word[at]
+                h[j] = np.where(at, h[j] * _MUL[j] + word, h[j])
         if isinstance(x, I.Bra):
-            pc[g] = prog.labels[x.target.name]
-            pc[at & ~g] = cur + 1
+            pc[at & ~g] = nxt[cur + 1]
+            pc[g] = nxt[prog.labels[x.target.name]]
         elif isinstance(x, I.Exit):
-            done |= g
-            pc[at & ~g] = cur + 1
+            pc[at & ~g] = nxt[cur + 1]
+            pc[g] = done_pc
         else:
             if op.index in skel and g.any():
                 if isinstance(x, WAITS):
                     ex.bits[prog.layout.row(x.pred.name), g] = 1
                 else:
                     op.fn(ex, ws, g)
-            pc[at] = cur + 1
+            pc[at] = nxt[cur + 1]
     return None
