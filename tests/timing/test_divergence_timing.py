@@ -5,6 +5,8 @@ warp moves only its running lanes' sectors, and the memo refuses kernels whose C
 
 from __future__ import annotations
 
+import numpy as np
+
 from hopsim.config import load_gpu
 from hopsim.config.base import P
 from hopsim.functional.executor import Launch
@@ -98,3 +100,48 @@ def test_memo_refuses_divergent_kernels_and_equals_detailed():
         assert fast.cycles == full.cycles and fast.bytes_stored == full.bytes_stored
         assert fast.roles == full.roles
         assert not fast.extra["tile_plan"] and fast.extra.get("memo_hits", 0) == 0
+
+
+
+RENDEZVOUS = """
+.kernel r
+.param .u64 out
+.reg .u32 %r<12>
+.reg .u64 %rd<4>
+.reg .pred %p<4>
+    mov.u32 %r0, %tid.x;
+    and.b32 %r1, %r0, 31;
+    ld.param.u64 %rd0, [out];
+    mul.wide.u32 %rd1, %r0, 4;
+    add.u64 %rd2, %rd0, %rd1;
+    mul.lo.u32 %r2, %r0, 3;
+    add.u32 %r3, %r0, 100;
+    setp.lt.u32 %p0, %r1, 16;
+{body}
+    st.global.u32 [%rd2], %r4;
+    exit;
+"""
+DIVERGED = """@%p0 bra A;
+    {op} %r4, %r3, {args};
+    bra END;
+A:
+    {op} %r4, %r2, {args};
+END:"""
+CONVERGED = """    selp.u32 %r10, %r2, %r3, %p0;
+    {op} %r4, %r10, {args};"""
+
+
+def test_sync_collectives_on_two_paths_meet_in_the_timed_machine():
+    """The rendezvous of .sync collectives across the two paths of a divergent branch
+    (functional/simt.py) under simulate(): the values of the converged program (one collective
+    after a selp of each path's operand), and the diverged warps issue both paths (more
+    instructions)."""
+    for op, args in (("shfl.sync.bfly.b32", "16, 31, 0xffffffff"), ("redux.sync.add.u32", "0xffffffff")):
+        outs = []
+        for body in (DIVERGED, CONVERGED):
+            gm = GlobalMemory()
+            lch = Launch(grid=1, block=64, params={"out": gm.alloc("out", np.full(64, 9, np.uint32))})
+            r = simulate(parse(RENDEZVOUS.format(body=body.format(op=op, args=args))), lch, GPU, values=True, gmem=gm)
+            outs.append((gm.view("out", np.uint32).copy(), _instructions(r)))
+        (got, n_div), (want, n_conv) = outs
+        assert (got == want).all() and n_div > n_conv, op
