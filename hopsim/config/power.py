@@ -2,14 +2,16 @@
 
 Board power at SM clock f (MHz) running a launch with event rates r_i (events/s):
 
-    P(f) = floor_w + v(f)^2 * [ (idle_clock_w + active_base_w * sm_fraction) * f / f_max
+    P(f) = floor_w + v(f)^2 * [ (idle_clock_w + active_base_w * sm_fraction
+                                 + l2_active_w * [any L2 -> SM bytes]) * f / f_max
                                 + sum_core e_i * r_i ] + sum_dram e_j * r_j
     v(f) = voltage_intercept + (1 - voltage_intercept) * f / f_max     (core voltage / its value at f_max)
 
 Core events (SM, tensor pipe, L2/crossbar, on the voltage-scaled rail): tensor FLOPs by
 dtype/accumulator, bytes delivered from L2 into shared memory (TMA), LSU shared-memory wavefronts
-(ld, st), issued warp instructions. DRAM events (memory rail, fixed memory clock): bytes read from /
-written to HBM. Each energy is fitted from the power microbenchmark records
+(ld, st), issued warp instructions; plus a step `l2_active_w` while any L2 -> SM traffic flows (a
+static term that scales with f v(f)^2 like the clock power). DRAM events (memory rail, fixed
+memory clock): bytes read from / written to HBM. Each energy is fitted from the power microbenchmark records
 (validation/records/h100/power/, `hopsim/validate/calibrate_power.py`); the defaults below are
 `assumed` placeholders that `h100_sxm_power_calibrated.json` replaces field by field.
 
@@ -53,6 +55,7 @@ class H100Power(ParamGroup):
     e_tensor_bf16f32_zero_pj_per_flop: Param = P(0.2, "pJ/FLOP", "bf16 -> f32 with all-zero operands; reported, not used", _A)
     e_tensor_f16f16_zero_pj_per_flop: Param = P(0.2, "pJ/FLOP", "f16 -> f16 with all-zero operands; reported, not used", _A)
     e_l2_pj_per_byte: Param = P(25, "pJ/B", "core-rail energy per byte moved between L2 and an SM (TMA bulk copy into shared memory incl. the fill; also the L2 leg of HBM reads and of stores)", _A)
+    l2_active_w: Param = P(0, "W", "extra power while any L2 -> SM traffic flows (L2/crossbar out of idle), at f_max, whatever the byte rate; scales with f v(f)^2", _A)
     e_dram_read_pj_per_byte: Param = P(115, "pJ/B", "memory-rail energy per byte read from HBM (beyond its L2 leg)", _A)
     e_dram_write_pj_per_byte: Param = P(100, "pJ/B", "memory-rail energy per byte written to HBM (beyond its L2 leg)", _A)
     e_smem_ld_pj_per_wavefront: Param = P(1300, "pJ/wavefront", "LSU shared-memory load wavefront (32 lanes x 4 B), beyond its instruction's issue", _A)

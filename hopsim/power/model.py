@@ -10,7 +10,8 @@ clock power scaling with f v(f)^2, core-rail event energies scaling with v(f)^2,
 not scaling. Event counts are what the simulation counted (hopsim/result.py):
 
     tensor FLOPs         extra.tensor_flops (else flops), energy by dtype/accumulator, random data
-    L2 -> SM bytes       bytes_l2 + bytes_hbm (every byte an SM reads crosses L2), + bytes_stored
+    L2 -> SM bytes       bytes_l2 + bytes_hbm (every byte an SM reads crosses L2), + bytes_stored;
+                         any such byte also turns on the static step l2_active_w
     HBM read / write     bytes_hbm / bytes_stored (a GEMM's C is written once, write-back to HBM)
     smem wavefronts      smem_wavefronts (LSU ld/st; direction not counted: mean of ld and st
                          energies). The wgmma SS operand reads are inside the tensor energy (the
@@ -111,6 +112,7 @@ class PowerModel:
             "clock": s * fr * (v["idle_clock_w"] + v["active_base_w"] * ev.sm_fraction),
             "tensor": s * r.tensor_flops * self.tensor_energy_pj(ev) * PJ,
             "l2": s * r.l2_bytes * v["e_l2_pj_per_byte"] * PJ,
+            "l2_active": s * fr * v["l2_active_w"] * (1.0 if r.l2_bytes > 0 else 0.0),
             "smem": s * PJ * (r.smem_wavefronts * smem_mean
                               + r.smem_ld_wavefronts * v["e_smem_ld_pj_per_wavefront"]
                               + r.smem_st_wavefronts * v["e_smem_st_pj_per_wavefront"]),

@@ -4,8 +4,8 @@
     python3 -m hopsim.validate.calibrate_power --check    # exit 1 if the committed JSON differs
 
 Reads ONLY the power microbenchmarks (validation/records/h100/power/: wgmma.jsonl, units.jsonl,
-governor.jsonl, nvidia_smi_q_power_clock.txt, nvidia_smi_supported_clocks.txt); GEMM records are
-never read (they are the held-out set). Each point's steady state is its last 1.5 s
+governor.jsonl, nvidia_smi_q_power_clock.txt, nvidia_smi_supported_clocks.txt, and the light run
+light/light.jsonl + light/units.jsonl); GEMM records are never read (they are the held-out set). Each point's steady state is its last 1.5 s
 (`power_steady_summary`): power = time-weighted mean of the NVML averaged reading, clock = the
 time-weighted mean SM clock, rate = `steady_rate_per_s` (events as the record's `event` names them).
 
@@ -16,8 +16,23 @@ time-weighted mean SM clock, rate = `steady_rate_per_s` (events as the record's 
 | idle_clock_w | idle record's steady power (SM clock 1980 MHz right after a load) - floor_w |
 | clock_min/max/step_mhz | supported graphics clocks at the highest memory clock |
 | voltage_intercept | grid search (step 0.01, then 0.001 around the best) minimising the squared power residual of all points; |
-| active_base_w, e_* | for each v0, linear least squares on the 31 wgmma/unit points (the model's |
-|   | own formula, hopsim/power/model.py, gives the design: one column per field) |
+| active_base_w, e_* | for each v0, linear least squares on the wgmma/unit points and the light |
+|   | run's fit points (the model's own formula, hopsim/power/model.py, gives the design: one |
+|   | column per field), jointly (the light TMA points move e_l2_pj_per_byte too) |
+| l2_active_w | (linear field) the step while L2 -> SM traffic flows: the bulk_l2/hbm burners |
+|   | and the light tma_req points (256 B .. 16 KB requests, 0.7 .. 11 TB/s) separate it from e_l2 |
+
+The light run (validation/power/light.py) is a second session of the chip, warmer and drifting
+(idle 124 W at its start, 131 W at its end, vs 119 W in the burner run): its points get two
+nuisance columns that are not model fields, an offset and a drift linear in run order (0 at its
+first idle, 1 at idle_after). Its fit points: idle, idle_after, the resident (sleeping/polling
+CTAs) and churn (launch trains) points as idle (their measured cost beyond the run's drift is
+within +-5 W: no resident-CTA, poll, CTA or launch energy enters the model), the tma_req points,
+and the wgswz burners (f16 -> f32 random at 40% duty; the 128/64/32-B swizzle read 566-567 W: no
+swizzle term). A per-request TMA energy was tried and dropped: with the step it fits 0.6 nJ per
+request (rms unchanged, 8.6 W); without the step 5.9 nJ, rms 9.2 W and bulk_l2_duty50 at -31 W.
+Check points, never fitted, reported with their residual at their own measured
+clock: the GEMM-like light_pipe_* (TMA-fed wgmma) and the 10%-duty wgmma burners.
 | tensor_cap_*_tflops | the 100%-duty zero-operand burner of that variant: steady rate x 2*64*256*16 |
 | governor_reaction_s | step record: 10% point of the SM clock's fall after load on (lag.sm_mhz.on.t10_s) |
 | power_reading_lag_s | step record: 50% point of the NVML averaged reading's rise (lag.power_w.on.t50_s) |
@@ -46,6 +61,12 @@ LINEAR_FIELDS = ("active_base_w",) + tuple(
     f"e_tensor_{v}{z}_pj_per_flop" for v in TENSOR_VARIANTS.values() for z in ("", "_zero")) + (
     "e_l2_pj_per_byte", "e_dram_read_pj_per_byte", "e_dram_write_pj_per_byte",
     "e_smem_ld_pj_per_wavefront", "e_smem_st_pj_per_wavefront", "e_instruction_pj")
+
+
+LINEAR_FIELDS += ("l2_active_w",)
+#: nuisance columns of the light run (fitted with the fields, written to the fit summary only)
+RUN_COLUMNS = ("light_run_offset_w", "light_run_drift_w")
+LIGHT_DIR = "light"
 
 
 class PowerCalibrationError(HopsimError):
@@ -94,6 +115,48 @@ def fit_points(records: list[dict]) -> list[dict]:
     return pts
 
 
+def _light_events(rec: dict) -> tuple[Events, str] | None:
+    """(per-second events, 'fit' or 'check') of one light-run record (module docstring)."""
+    n, rates = rec["name"], rec.get("steady_rates_per_s") or {}
+
+    def rate(key: str) -> float:
+        _need(rates.get(key) is not None, f"light/{n}: steady_rates_per_s.{key} missing")
+        return float(rates[key])
+
+    if n.startswith(("idle", "light_resident_", "light_churn_")):
+        return Events(sm_fraction=0.0), "fit"
+    if n.startswith("light_tma_req"):
+        return Events(l2_bytes=rate("bytes")), "fit"
+    if n.startswith("light_pipe_"):
+        return Events(tensor_flops=rate("wgmma") * WGMMA_FLOP, l2_bytes=rate("bytes")), "check"
+    _need(rec.get("steady_rate_per_s"), f"light/{n}: steady_rate_per_s missing")
+    flops = float(rec["steady_rate_per_s"]) * WGMMA_FLOP
+    if n.startswith("light_wgswz"):
+        return Events(tensor_flops=flops), "fit"
+    if n.startswith("light_wgmma_"):
+        return Events(tensor_flops=flops, variant=rec["params"]["variant"]), "check"
+    return None
+
+
+def light_points(records: list[dict]) -> list[dict]:
+    """The light run's points in run order (idle, light.jsonl's order, idle_after): name,
+    power_w, mhz, events, role ('fit'/'check'), run (its nuisance columns: 1, position 0..1)."""
+    first = [r for r in records if r["name"] == "idle"]
+    last = [r for r in records if r["name"] == "idle_after"]
+    ran = [r for r in first + [r for r in records if r["family"] == "light"] + last if not r.get("error")]
+    pts = []
+    for i, r in enumerate(ran):
+        got = _light_events(r)
+        if got is None:
+            continue
+        s = r.get("power_steady_summary") or {}
+        _need(s.get("power_w") and s.get("sm_mhz"), f"light/{r['name']}: power_steady_summary missing")
+        pts.append({"name": r["name"], "power_w": float(s["power_w"]["tw_mean"]),
+                    "mhz": float(s["sm_mhz"]["tw_mean"]), "events": got[0], "role": got[1],
+                    "run": (1.0, i / max(1, len(ran) - 1))})
+    return pts
+
+
 def _smi(records_dir: pathlib.Path) -> dict[str, float]:
     q = (records_dir / "nvidia_smi_q_power_clock.txt").read_text()
     limit = re.search(r"Current Power Limit\s*:\s*([\d.]+) W", q)
@@ -115,15 +178,19 @@ def _with(base: H100Power, values: dict[str, float]) -> PowerModel:
 
 
 def _lstsq(base: H100Power, pts: list[dict], v0: float, fixed: dict[str, float]):
-    """Least squares of the linear fields at voltage intercept v0 -> (values, residuals W)."""
+    """Least squares of the linear fields (and the light run's nuisance columns, RUN_COLUMNS) at
+    voltage intercept v0 -> (values, residuals W)."""
     zero = {k: 0.0 for k in LINEAR_FIELDS}
     m0 = _with(base, {**fixed, **zero, "voltage_intercept": v0})
     cols = [_with(base, {**fixed, **zero, "floor_w": 0.0, "idle_clock_w": 0.0, k: 1.0,
                          "voltage_intercept": v0}) for k in LINEAR_FIELDS]
-    a = np.array([[m.power_w(p["mhz"], p["events"], 1.0) for m in cols] for p in pts])
+    a = np.array([[m.power_w(p["mhz"], p["events"], 1.0) for m in cols] + list(p.get("run", (0.0, 0.0)))
+                  for p in pts])
     b = np.array([p["power_w"] - m0.power_w(p["mhz"], p["events"], 1.0) for p in pts])
-    x = np.linalg.lstsq(a, b, rcond=None)[0]
-    return dict(zip(LINEAR_FIELDS, (float(v) for v in x))), a @ x - b
+    used = [j for j in range(a.shape[1]) if np.any(a[:, j] != 0.0)]   # no light run: no run columns
+    x = np.zeros(a.shape[1])
+    x[used] = np.linalg.lstsq(a[:, used], b, rcond=None)[0]
+    return dict(zip(LINEAR_FIELDS + RUN_COLUMNS, (float(v) for v in x))), a @ x - b
 
 
 def _step(records: list[dict]) -> dict:
@@ -154,7 +221,9 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
         "clock_min_mhz": (smi["min"], "measured: power/nvidia_smi_supported_clocks.txt lowest graphics clock"),
         "clock_step_mhz": (smi["step"], "measured: power/nvidia_smi_supported_clocks.txt spacing (uniform)"),
     }
-    pts = fit_points(records)
+    light_dir = d / LIGHT_DIR
+    light = light_points(load_all(light_dir)) if light_dir.is_dir() else []
+    pts = fit_points(records) + [p for p in light if p["role"] == "fit"]
     base = H100Power()
     best = None
     for grid in (np.arange(-0.5, 0.9, 0.01), None):  # coarse, then 0.001 around the coarse best
@@ -167,11 +236,13 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
                 best = (sse, float(v0), x, res)
     sse, v0, x, res = best
     rms = (sse / len(pts)) ** 0.5
-    fit_src = src(f"wgmma.jsonl + units.jsonl + partial_wgmma.jsonl: least squares over {len(pts)} steady points "
-                  f"(rms residual {rms:.1f} W), see calibrate_power.py")
+    fit_src = src(f"wgmma.jsonl + units.jsonl + partial_wgmma.jsonl + light/: least squares over {len(pts)} "
+                  f"steady points (rms residual {rms:.1f} W), see calibrate_power.py")
     out["voltage_intercept"] = (v0, fit_src.replace("least squares", "grid search + least squares"))
-    for k, val in x.items():
-        out[k] = (val, fit_src)
+    loaded = {k for k in LINEAR_FIELDS if any(_loads(p["events"], k) for p in pts)}
+    for k in LINEAR_FIELDS:
+        if k in loaded:             # a field no point loads keeps its default (and its 'assumed' source)
+            out[k] = (x[k], fit_src)
     for v in TENSOR_VARIANTS.values():
         name = f"wgmma_{v}_duty100_zero"
         _need(name in byname, f"no {name} record")
@@ -187,8 +258,38 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
     out["power_reading_lag_s"] = (float(st["lag"]["power_w"]["on"]["t50_s"]),
                                   src(f"governor.jsonl {st['name']}: lag.power_w.on.t50_s"))
     fit = {"rms_w": rms, "points": [{"name": p["name"], "mhz": p["mhz"], "measured_w": p["power_w"],
-                                     "residual_w": float(e)} for p, e in zip(pts, res)]}
+                                     "residual_w": float(e)} for p, e in zip(pts, res)],
+           "light_run": {k: x[k] for k in RUN_COLUMNS},
+           "checks": _checks(_with(base, {**fixed, **{k: x[k] for k in loaded}, "voltage_intercept": v0}),
+                             [p for p in light if p["role"] == "check"], x)}
     return out, fit
+
+
+#: the Events count each linear field multiplies (a field is fitted only where some point has it)
+_LOADS = {"active_base_w": "sm_fraction", "e_l2_pj_per_byte": "l2_bytes", "l2_active_w": "l2_bytes",
+          "e_dram_read_pj_per_byte": "hbm_read_bytes", "e_dram_write_pj_per_byte": "hbm_write_bytes",
+          "e_smem_ld_pj_per_wavefront": "smem_ld_wavefronts", "e_smem_st_pj_per_wavefront": "smem_st_wavefronts",
+          "e_instruction_pj": "instructions"}
+
+
+def _loads(ev: Events, field: str) -> bool:
+    if field.startswith("e_tensor_"):
+        return ev.tensor_flops > 0 and field == f"e_tensor_{ev.variant}{'_zero' if ev.zero_data else ''}_pj_per_flop"
+    return getattr(ev, _LOADS[field]) > 0
+
+
+def _checks(model: PowerModel, checks: list[dict], x: dict[str, float]) -> list[dict]:
+    """Each check point's predicted - measured power at its own measured clock (with the light run's
+    offset and drift), and the clock the model predicts: the highest supported clock whose power,
+    with every event rate scaled by clock / measured clock (SM-clock-bound work), is within the limit."""
+    out = []
+    for p in checks:
+        run = x[RUN_COLUMNS[0]] * p["run"][0] + x[RUN_COLUMNS[1]] * p["run"][1]
+        at = lambda f: model.power_w(f, p["events"].scaled(f / p["mhz"]), 1.0) + run  # noqa: E731
+        pred = next((f for f in model.supported_clocks() if at(f) <= model.limit_w), model.supported_clocks()[-1])
+        out.append({"name": p["name"], "mhz": p["mhz"], "measured_w": p["power_w"],
+                    "residual_w": at(p["mhz"]) - p["power_w"], "predicted_mhz": pred, "predicted_w": at(pred)})
+    return out
 
 
 def calibrated_json(records_dir: pathlib.Path | None = None) -> dict:
@@ -204,8 +305,13 @@ def calibrated_json(records_dir: pathlib.Path | None = None) -> dict:
                      "validation/records/h100/power/ only (never GEMM records). Do not edit by hand.",
             "power": power,
             "fit": {"rms_w": round(fit["rms_w"], 3),
-                    "points": [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in p.items()}
-                               for p in fit["points"]]}}
+                    "points": [_rounded(p) for p in fit["points"]],
+                    "light_run": _rounded(fit["light_run"]),
+                    "checks_never_fitted": [_rounded(p) for p in fit["checks"]]}}
+
+
+def _rounded(d: dict) -> dict:
+    return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in d.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -123,9 +123,12 @@ def _columns(records: list[dict], pm: PowerModel, mhz: float) -> list[dict]:
         if st.get("tw_mean") is None:
             raise LightFitError(f"{r['name']}: power_steady_summary.power_w.tw_mean missing")
         ev, col, role = point_events(r)
+        # the current model at the point's own steady clock (the capped pipe ran at ~1690 MHz, not
+        # at `mhz`); the residual terms' columns stay their values at boost
+        f = float(((r.get("power_steady_summary") or {}).get("sm_mhz") or {}).get("tw_mean") or mhz)
         out.append({"name": r["name"], "role": role,
                     "row": [col[t] * (1e-12 if t in _PJ_TERMS else 1.0) for t in TERMS],
-                    "excess_w": float(st["tw_mean"]) - pm.power_w(mhz, ev, 1.0)})
+                    "excess_w": float(st["tw_mean"]) - pm.power_w(f, ev, 1.0)})
     return out
 
 
