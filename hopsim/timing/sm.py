@@ -174,6 +174,7 @@ class _Consts:
         self.wakeup = float(t.mbarrier_wakeup_cycles.value)
         self.tma_issue = float(t.tma_issue_cycles.value)
         self.tma_issue_elect = float(t.tma_issue_elect_cycles.value)
+        self.tma_issue_uniform = float(t.tma_issue_uniform_cycles.value)
         self.try_wait = float(t.mbarrier_try_wait_cycles.value)
         self.wgmma_sync = float(t.wgmma_sync_cycles.value)
         self.bar_sync = float(t.bar_sync_cycles.value)
@@ -405,7 +406,17 @@ class CtaRun:
         if self.inflight is not None:
             self.inflight.append((issued, done, f"TMA load in flight {_coords(eff.tile_key)}", "TMA in flight"))
         c = self.c
-        return issued + (c.tma_issue_elect if _elect_guarded(eff.instr, self.elected) else c.tma_issue), "tma_issue"
+        return issued + self._tma_hold(eff.instr), "tma_issue"
+
+    def _tma_hold(self, ins) -> float:
+        """Issuing-thread hold of one copy by its guard (microbench__tma_issue, docs/sass-issue-costs.md):
+        elect.sync predicate, none (one lane on its own path: uniform operands), a lane predicate."""
+        c = self.c
+        if _elect_guarded(ins, self.elected):
+            return c.tma_issue_elect
+        if getattr(ins, "guard", True) is None and c.tma_issue_uniform > 0:
+            return c.tma_issue_uniform
+        return c.tma_issue
 
     def _tma_store(self, w, eff, issued, smsp, woken):
         """cp.async.bulk.tensor store (an epilogue store: no role): its source is read when the TMA

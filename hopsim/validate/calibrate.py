@@ -20,6 +20,7 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | hbm_bytes_per_s | tma_stream: max over configurations of tb_per_s_events |
 | tma_issue_cycles | tma_latency: slope of the issuing thread's cycles over k boxes (k = 1..16, L2 64x8) |
 | tma_issue_elect_cycles | tma_issue: R8,warp_elect (copies guarded by elect.sync), (issue time of 32 boxes - of 1) / 31 |
+| tma_issue_uniform_cycles | tma_issue: R8,thread_unpredicated (no predicate), (issue time of 32 boxes - of 1) / 31 - 6 cycles the model charges the twin's own instructions per box |
 | tma_bytes_per_cycle | tma_width: max over the one-SM L2 configurations of bytes/cycle/SM |
 | l2_requests_per_s | tma_width: max over the all-SM L2 configurations of box rows/cycle/SM x SMs x clock |
 | tma_row_cycles | tma_width: one SM, 32-B wide box with the most rows: cycles per box / rows |
@@ -136,6 +137,12 @@ def wgmma_queue_depths(by_config: dict) -> dict[int, float]:
     return out
 
 
+TMA_ISSUE_TWIN_BOX_CYCLES = 6.0
+"""Cycles a box of microbench__tma_issue's IR twin (kernels/micro/tma.py tma_issue: coordinate add and
+mask, the copy's issue slot) costs in the model besides the copy's hold (its simulated issue time
+grows 6 cycles a box more than the hold)."""
+
+
 def elect_issue_slope(by_k: dict) -> float:
     """microbench__tma_issue: per-box issue time of elect.sync-guarded copies over K = 1..32."""
     return (by_k["32"]["issue_cycles"] - by_k["1"]["issue_cycles"]) / 31
@@ -207,6 +214,11 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
         out["tma_issue_elect_cycles"] = (elect_issue_slope(e), _src(
             recs, "tma_issue", f"R8,warp_elect: (issue time of 32 boxes {e['32']['issue_cycles']:.0f} - of 1 "
                                f"{e['1']['issue_cycles']:.0f}) / 31"))
+        u = _get(recs, "tma_issue", "R8,thread_unpredicated", "by_k")
+        out["tma_issue_uniform_cycles"] = (elect_issue_slope(u) - TMA_ISSUE_TWIN_BOX_CYCLES, _src(
+            recs, "tma_issue", f"R8,thread_unpredicated (thread 0 alone, copies with no predicate): (issue time of 32 "
+                               f"boxes {u['32']['issue_cycles']:.0f} - of 1 {u['1']['issue_cycles']:.0f}) / 31 - the "
+                               f"{TMA_ISSUE_TWIN_BOX_CYCLES:.0f} cycles the model charges the twin's own instructions per box"))
 
     # mbarrier
     arrive = float(_get(recs, "mbarrier", "single_thread", "arrive", "cycles_per_op_minus_loop"))

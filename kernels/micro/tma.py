@@ -95,10 +95,13 @@ def tma_issue(k: int, box_rows: int, mode: str, rows: int, iters: int, warm_l2: 
 
     Modes (ISSUE_MODES): `warp_lane0` is the CUDA kernel itself (copies predicated on lane 0) and
     `warp_elect` too (copies guarded by the elect.sync predicate). `thread` and
-    `thread_unpredicated` run thread 0 alone behind a branch in CUDA; hopsim has no one-lane
-    branch, so both become the lane-0 predicated sequence of `warp_lane0` (not expressible)."""
+    `thread_unpredicated` run thread 0 alone behind a branch in CUDA: `thread_unpredicated` is
+    that divergent branch (lanes 1-31 jump over the arrive and the copies, which lane 0 issues
+    with no guard: ptxas' uniform path, docs/sass-issue-costs.md); `thread`, whose copies ptxas
+    still loops over per lane (25 SASS a box, as warp_lane0), stays the lane-0 predicated sequence."""
     box_bytes = 128 * box_rows
-    guard = "@%p9" if mode == "warp_elect" else "@%p0"
+    uniform = mode == "thread_unpredicated"
+    guard = "@%p9" if mode == "warp_elect" else "" if uniform else "@%p0"
     elect = "    elect.sync _|%p9, 0xffffffff;\n" if mode == "warp_elect" else ""
     copies = "".join(
         f"    add.u32 %r6, %r4, {j * box_rows};\n    and.b32 %r6, %r6, {rows - 1};\n"
@@ -127,8 +130,10 @@ ROUND:
     and.b32 %r4, %r3, 7;
     mul.lo.u32 %r4, %r4, {k * box_rows};
     mov.u64 %rd1, %clock64;
+{"@!%p0 bra ISSUED;" if uniform else ""}
 {guard} mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {k * box_bytes};
-{copies}    mov.u64 %rd2, %clock64;
+{copies}{"ISSUED:" if uniform else ""}
+    mov.u64 %rd2, %clock64;
 {_wait("bar", "%r8", "r", 1 << 30)}
     mov.u64 %rd3, %clock64;
     xor.b32 %r8, %r8, 1;

@@ -45,3 +45,24 @@ def test_elect_issuer_speeds_up_many_small_boxes_in_simulation():
     saved = 16 * 32 * (float(t.tma_issue_cycles.value) - float(t.tma_issue_elect_cycles.value))
     assert elect < lane
     assert lane - elect == pytest.approx(saved, rel=0.35)
+
+
+def test_an_unguarded_copy_on_its_own_path_holds_the_uniform_cost():
+    """microbench__tma_issue thread_unpredicated: lane 0 alone on a divergent path issues copies with
+    no predicate (ptxas: uniform operands, 9 SASS a box, no per-lane loop); per box the issuing thread
+    is held tma_issue_uniform_cycles, between the elect.sync and the lane-predicated holds (as
+    measured: 12 < 47 < 83 cycles a box at R8). Law: the issue time of K boxes grows by the hold per box."""
+    from hopsim.validate.micro_ir.run import gpu_at
+    from hopsim.validate.micro_ir.tma import issue_run
+
+    gpu = gpu_at()
+    t = gpu.timing
+    assert float(t.tma_issue_elect_cycles.value) < float(t.tma_issue_uniform_cycles.value) < float(t.tma_issue_cycles.value)
+    got = {}
+    for mode in ("thread_unpredicated", "warp_lane0"):
+        i1, _ = issue_run(8, mode, 1, gpu, iters=4)
+        i9, _ = issue_run(8, mode, 9, gpu, iters=4)
+        got[mode] = (i9 - i1) / 8
+    twin = 6  # the twin's own per-box instructions (calibrate.TMA_ISSUE_TWIN_BOX_CYCLES)
+    assert got["thread_unpredicated"] == pytest.approx(float(t.tma_issue_uniform_cycles.value) + twin, abs=1.5)
+    assert got["warp_lane0"] == pytest.approx(float(t.tma_issue_cycles.value) + twin, abs=1.5)

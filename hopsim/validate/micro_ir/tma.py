@@ -66,15 +66,16 @@ def issue_run(box_rows: int, mode: str, k: int, gpu, iters: int = 64) -> tuple[f
 
 def tma_issue(rec: dict) -> list[MicroRow]:
     """Issue time (t1 - t0) and round (t2 - t0) of K unrolled copies per mode. Calibration: R8
-    warp_elect K = 1 and 32 (tma_issue_elect_cycles = their slope)."""
+    warp_elect and R8 thread_unpredicated K = 1 and 32 (tma_issue_elect_cycles, tma_issue_uniform_cycles:
+    their slopes)."""
     gpu = gpu_at()
     rows = []
     for cfg, v in rec["results"].items():
         r, mode = cfg.split(",")
         for k, x in v["by_k"].items():
             issue, rnd = issue_run(int(r[1:]), mode, int(k), gpu)
-            cal = cfg == "R8,warp_elect" and k in ("1", "32")
-            rows.append(MicroRow(f"TMA issue {cfg} K={k}", "tma_issue_cycles / tma_issue_elect_cycles",
+            cal = cfg in ("R8,warp_elect", "R8,thread_unpredicated") and k in ("1", "32")
+            rows.append(MicroRow(f"TMA issue {cfg} K={k}", "tma_issue_cycles / _elect / _uniform_cycles",
                                  float(x["issue_cycles"]), issue, calibration=cal))
             rows.append(MicroRow(f"TMA issue round {cfg} K={k}", "tma_* (round trip)",
                                  float(x["round_cycles"]), rnd))
