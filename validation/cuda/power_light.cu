@@ -13,7 +13,8 @@
 //             small requests (8-row boxes) or few large ones; gap_ns of sleep after each round
 //             lowers the rate. counts[0] = bytes, counts[1] = requests.
 //   pipe      a GEMM-like CTA: producer thread streams 40 KB stages (A 64x64 + B 256x64 f16,
-//             random values) from L2 by cp.async.bulk in `req_bytes` requests into S stages
+//             random values; fixed_src: every stage reloads the same 40 KB, so the wgmma operands
+//             stop changing while the TMA traffic stays) from L2 by cp.async.bulk in `req_bytes` requests into S stages
 //             (full/empty mbarriers); one consumer warpgroup waits on full[s], issues 4 x
 //             m64n256k16 (f16 -> f32, SS, 128-B swizzle descriptors), waits, frees the stage.
 //             Latency/L2-bound at one CTA per SM. counts[0] = wgmma, [1] = bytes, [2] = requests.
@@ -117,7 +118,7 @@ constexpr int PIPE_MAX_STAGES = 4;
 
 extern "C" __global__ void __launch_bounds__(160, 1)
     pipe(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts, unsigned int* smids,
-         float* sink, unsigned long long duration_ns, unsigned int req_bytes, int stages) {
+         float* sink, unsigned long long duration_ns, unsigned int req_bytes, int stages, int fixed_src) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full[PIPE_MAX_STAGES], empty[PIPE_MAX_STAGES];
   __shared__ volatile int stopf[PIPE_MAX_STAGES];  // per stage: no race with a consumer behind
@@ -137,7 +138,8 @@ extern "C" __global__ void __launch_bounds__(160, 1)
     if (threadIdx.x != 128) return;
     const unsigned long long t0 = sm90::globaltimer_ns();
     const uint32_t n_req = PIPE_STAGE / req_bytes;
-    unsigned long long off = (blockIdx.x * 7919ull * PIPE_STAGE) % buf_bytes, bytes = 0, reqs = 0;
+    const unsigned long long off0 = (blockIdx.x * 7919ull * PIPE_STAGE) % buf_bytes;
+    unsigned long long off = off0, bytes = 0, reqs = 0;
 #pragma unroll 1
     for (unsigned int it = 0;; ++it) {
       const int s = it % stages;
@@ -156,6 +158,7 @@ extern "C" __global__ void __launch_bounds__(160, 1)
         bulk_g2s(base + s * PIPE_STAGE + i * req_bytes, buf + off, req_bytes, fb);
         off += req_bytes;
       }
+      if (fixed_src) off = off0;  // every stage the same 40 KB: same TMA traffic, constant operands
       bytes += (unsigned long long)n_req * req_bytes;
       reqs += n_req;
     }

@@ -14,8 +14,9 @@ Families (record field `family` = "light"; `event` names counters[0]; `rates_per
   light_tma_req{B}[_gap{G}us]             132 CTAs, one thread, cp.async.bulk of B bytes each,
         96 KB in flight per CTA, L2-resident 8 MB source, G us of sleep between rounds (a low
         byte rate: is L2/TMA activity a step plus a slope?). rates: bytes, requests.
-  light_pipe_req{B}_s{S}                  GEMM-like producer/consumer CTA per SM (40 KB stages,
-        B-byte requests, S stages). rates: wgmma, bytes, requests.
+  light_pipe_req{B}_s{S}[_fixsrc]         GEMM-like producer/consumer CTA per SM (40 KB stages,
+        B-byte requests, S stages; _fixsrc: every stage reloads the same 40 KB, constant wgmma
+        operands with the same TMA traffic). rates: wgmma, bytes, requests.
   light_wgswz{SP}_duty{D}                 the f16->f32 burner at D % duty with SP-byte swizzle
         descriptors. rates: wgmma.
   light_wgmma_{f16f32,bf16f32}_duty10      the burner of benches.py at 10 % duty (bf16 vs f16 at low
@@ -121,8 +122,11 @@ def tma_req_point(req_bytes: int, duration_s: float, gap_us: float = 0.0, launch
     return res
 
 
-def pipe_point(req_bytes: int, stages: int, duration_s: float, launch_s: float = 0.2) -> dict:
-    """Every SM: the GEMM-like producer/consumer CTA (TMA-fed wgmma, waits on mbarriers)."""
+def pipe_point(req_bytes: int, stages: int, duration_s: float, launch_s: float = 0.2,
+               fixed_src: bool = False) -> dict:
+    """Every SM: the GEMM-like producer/consumer CTA (TMA-fed wgmma, waits on mbarriers).
+    fixed_src: every stage reloads the same 40 KB (the TMA traffic of the streaming pipe, the
+    constant operands of a burner: separates data toggling from the TMA/tensor interaction)."""
     import cupy as cp  # noqa: PLC0415
 
     n_sm = benches.sm_count()
@@ -133,11 +137,12 @@ def pipe_point(req_bytes: int, stages: int, duration_s: float, launch_s: float =
     smids = cp.zeros(n_sm, dtype=cp.uint32)
     sink = cp.zeros(256, dtype=cp.float32)
     args = (buf, np.uint64(buf.size), counts, smids, sink, np.uint64(int(launch_s * 1e9)), np.uint32(req_bytes),
-            np.int32(stages))
+            np.int32(stages), np.int32(1 if fixed_src else 0))
     call = lambda: fn((n_sm,), (160,), args, shared_mem=smem)  # noqa: E731
     names = ("wgmma", "bytes", "requests")
     res = benches.measured(duration_s, lambda ps: _chained(call, counts, names, duration_s, launch_s, ps))
-    res.update(_smids(smids, n_sm), event="wgmma m64n256k16 f16->f32 (TMA-fed, 40 KB per 4 wgmma)")
+    res.update(_smids(smids, n_sm), event="wgmma m64n256k16 f16->f32 (TMA-fed, 40 KB per 4 wgmma"
+               + (", the same 40 KB every stage)" if fixed_src else ")"))
     return res
 
 
@@ -201,6 +206,9 @@ def plan() -> list[dict]:
         pts.append(pt(f"light_tma_req{b}" + (f"_gap{gap}us" if gap else ""), tma_req_point, req_bytes=b, gap_us=gap))
     for b, s in ((8192, 2), (1024, 2)):
         pts.append(pt(f"light_pipe_req{b}_s{s}", pipe_point, req_bytes=b, stages=s))
+    # the capped pipe with constant operands: does its ~130 W over the sum of its parts come from
+    # the streamed data's toggling or from TMA fills beside tensor reads? (issue 13 phase 2)
+    pts.append(pt("light_pipe_req8192_s2_fixsrc", pipe_point, req_bytes=8192, stages=2, fixed_src=True))
     for sp in (128, 64, 32):
         pts.append(pt(f"light_wgswz{sp}_duty40", wgswz_point, swizzle=sp, duty=40))
     for v in ("f16f32", "bf16f32"):   # bf16 vs f16 energy per FLOP at low duty (burner of benches.py)
