@@ -71,6 +71,8 @@ class Effect:
     group: int | None = None
     complete: Callable[[], tuple] | None = None
     extra: dict = field(default_factory=dict)
+    # register-only runs: the compiled ops executed, in order (the timing layer's per-op classes)
+    run: list | None = None
 
     @property
     def text(self) -> str:

@@ -338,12 +338,14 @@ class CTAExecutor:
                 alone = op.kind != Kind.ALU
                 check = self.checker.active
                 lanes = ws.nactive
+                ran = []
                 while True:
                     mask = ws.active if op.guard_row is None else self._mask(op, ws)
                     if check and op.check_regs:
                         self.checker.before(op, ws)
                     target = op.fn(self, ws, mask)
                     n += 1
+                    ran.append(op)
                     if target is None:
                         ws.pc = op.next_pc
                     else:
@@ -362,7 +364,7 @@ class CTAExecutor:
                         break
                 self.issued += n
                 return Effect(kind=first.kind, warp=w, index=first.index, instr=first.instr, count=n,
-                              lanes=lanes, resumed=resumed)
+                              lanes=lanes, resumed=resumed, run=ran)
             mask = ws.active if op.guard_row is None else self._mask(op, ws)
             if self.checker.active and op.check_regs:
                 self.checker.before(op, ws)

@@ -186,7 +186,7 @@ def _bar_operands(ins, ctx):
 
 def _bar_arrival(ex, ws, mask, gb, gc, what: str):
     """Count the warp's arrival at its named barrier; returns (id, fired event keys, the phase
-    key to wait on), or None when the running path of a diverged warp waits there for the warp's
+    key to wait on, threads arrived in the phase so far), or None when the running path of a diverged warp waits there for the warp's
     other lanes (simt.converge). All or none of the warp's non-exited lanes execute a barrier (PTX
     ISA, bar: .aligned); the thread count must agree with the other arrivals of the phase."""
     mask = whole_warp(ws, mask, what)
@@ -206,7 +206,8 @@ def _bar_arrival(ex, ws, mask, gb, gc, what: str):
     st[0] += 32
     st[2] = expected
     key = ("bar", bid, st[1])
-    return bid, _release_bar(ex, bid), key
+    threads = st[0]
+    return bid, _release_bar(ex, bid), key, threads
 
 
 def _count_text(c) -> str:
@@ -223,9 +224,10 @@ def _bar_sync(ins, ctx):
         got = _bar_arrival(ex, ws, mask, gb, gc, "bar.sync")
         if got is None:
             return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
-        bid, fired, key = got
+        bid, fired, key, threads = got
         if fired:
-            return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
+            return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, fired=fired,
+                          extra={"barrier": bid, "threads": threads})
         ws.block = (key, Kind.BAR_SYNC, True, None)
         return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=ws.nactive, blocked_on=key, extra={"barrier": bid})
     return fn
@@ -241,8 +243,9 @@ def _bar_arrive(ins, ctx):
         got = _bar_arrival(ex, ws, mask, gb, gc, "bar.arrive")
         if got is None:
             return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
-        bid, fired, _key = got
-        return Effect(kind=Kind.BAR_ARRIVE, warp=ws.w, lanes=ws.nactive, fired=fired, extra={"barrier": bid})
+        bid, fired, _key, threads = got
+        return Effect(kind=Kind.BAR_ARRIVE, warp=ws.w, lanes=ws.nactive, fired=fired,
+                      extra={"barrier": bid, "threads": threads})
     return fn
 
 

@@ -50,6 +50,7 @@ from isa.ir.instructions import And, ElectSync
 
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import GLINE, LINE, SECTOR, MemorySystem, coalesce
+from hopsim.timing.opclass import PIPES, carried_need, class_costs, op_costs, schedule_run, touched_rows
 from hopsim.timing.pipes import Jitter, Pipe
 from hopsim.timing.units import GmemRequests, Schedulers, SmemPort, TensorCores, TmaUnit
 
@@ -81,6 +82,10 @@ class SM:
         n = self.sched.n  # one special-function and one shuffle pipe per sub-partition
         self.mufu = [Pipe(f"SM{sm_id}.SMSP{i}.MUFU", trace) for i in range(n)]
         self.shfl = [Pipe(f"SM{sm_id}.SMSP{i}.SHFL", trace) for i in range(n)]
+        units = {"mufu": self.mufu, "shfl": self.shfl}  # the register-only class pipes (opclass.py)
+        self.op_pipes = [[units[p][i] if p in units else Pipe(f"SM{sm_id}.SMSP{i}.{p}", trace) for p in PIPES]
+                         for i in range(n)]
+        self.alu_pipes = [q for row in self.op_pipes for q in row if q not in self.mufu and q not in self.shfl]
         self.gld = GmemRequests(gpu)  # ld.global sectors in flight (bound)
         self.gld_lines = Pipe(f"SM{sm_id}.ld.global lines", trace)  # line requests leaving (gmem_line_issue_cycles)
         self.gmem_requests = 0  # ld/st.global L2 requests (128-B lines touched per warp access)
@@ -178,14 +183,11 @@ class _Consts:
         self.try_wait = float(t.mbarrier_try_wait_cycles.value)
         self.wgmma_sync = float(t.wgmma_sync_cycles.value)
         self.bar_sync = float(t.bar_sync_cycles.value)
+        self.bar_per_warp = float(t.bar_sync_per_warp_cycles.value)
         self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
         self.line_issue = float(t.gmem_line_issue_cycles.value)
         self.banks = int(gpu.spec.smem_banks.value)
-        per_smsp = float(gpu.spec.num_subpartitions.value)
-        self.mufu_occupancy = 32.0 / (float(gpu.spec.mufu_results_per_clock_per_sm.value) / per_smsp)
-        self.shfl_occupancy = 32.0 / (float(gpu.spec.shfl_results_per_clock_per_sm.value) / per_smsp)
-        self.mufu_latency = float(t.mufu_latency_cycles.value)
-        self.shfl_latency = float(t.shfl_latency_cycles.value)
+        self.costs = class_costs(t)  # register-only timing classes (opclass.py)
         self.bank_bytes = int(gpu.spec.smem_bank_bytes.value)
 
 
@@ -214,6 +216,11 @@ class CtaRun:
         self.ops = prog.ops if prog is not None else None
         self.gld_dst = load_destinations(prog) if prog is not None else None
         self.reg_dst = unit_destinations(prog) if prog is not None else None
+        self.op_costs = op_costs(prog, consts.costs) if prog is not None else None
+        self.touched = touched_rows(prog) if prog is not None else None
+        self.alu_ready: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: ALU result row -> cycle ready
+        self.bar_delay = consts.bar_sync  # release cost of the named-barrier phase last completed
+        self.credit = [0.0] * ex.num_warps  # per warp: cycles its last register-only op's resume was rounded up by
         self.pend: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: row -> cycle its load data is back
         self.pend_why: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: row -> "mufu"/"shfl" (else a load)
         bind = getattr(ex, "bind_clock", None)  # an executor that reads %clock64 as this SM's cycle
@@ -234,7 +241,7 @@ class CtaRun:
             if evt is None:
                 continue
             k = key[0]
-            d = delay + (self.c.wakeup if k == "mbar" else self.c.bar_sync if k == "bar" else 0.0)
+            d = delay + (self.c.wakeup if k == "mbar" else self.bar_delay if k == "bar" else 0.0)
             if d > 0:
                 self.env.timeout(d).callbacks.append(partial(_succeed, evt))
             else:
@@ -303,6 +310,12 @@ class CtaRun:
                 woken = True
                 continue
             kind = eff.kind
+            if kind != Kind.ALU and self.alu_ready[w] and self.touched is not None:
+                need = carried_need(self.alu_ready[w], self.touched.get(eff.index, ()), now)
+                if need > now:  # an ALU result this instruction touches is still in flight
+                    yield env.timeout(-(-need // 1) - now)
+                    st.add_wait("alu_latency", env.now - now)
+                    now = env.now
             st.instructions += eff.count
             issued = smsp.reserve(now, eff.count * c.issue)
             if kind == Kind.EXIT:
@@ -375,8 +388,24 @@ class CtaRun:
     # Each: (w, effect, cycle the SMSP issued it, the SMSP pipe, was the warp just woken)
     #   -> (cycle the warp may issue again, wait reason of the time until then or None)
     def _alu(self, w, eff, issued, smsp, woken):
-        """Register-only instructions: the ALU latency after the issue slots."""
-        return issued + self.c.alu_tail, "alu_latency"
+        """A run of register-only instructions, costed op by op by class (opclass.schedule_run:
+        dependent-use latency, the warp's gap, the class pipes of its sub-partition); without a
+        compiled program (scripted executors) the ALU latency after the issue slots."""
+        run = eff.run
+        if run is None or self.op_costs is None:
+            return issued + self.c.alu_tail, "alu_latency"
+        end = schedule_run(run, self.op_costs, issued - eff.count * self.c.issue,
+                           self.sm.op_pipes[w % len(self.sm.op_pipes)], self.alu_ready[w])
+        return self._fractional(w, end, issued), "alu_latency"
+
+    def _fractional(self, w: int, resume: float, floor: float) -> float:
+        """`resume` less what the warp's previous register-only op overpaid by resuming on a whole
+        cycle (at least `floor`): a warp's fractional gaps (opclass warp cycles) add up exactly."""
+        r = resume - self.credit[w]
+        if r < floor:
+            r = floor
+        self.credit[w] = -(-r // 1) - r
+        return r
 
     def _smem_load(self, w, eff, issued, smsp, woken):
         """ld.shared / ldmatrix: the smem port takes the wavefronts; the warp waits for the data."""
@@ -481,23 +510,23 @@ class CtaRun:
 
     def _mufu(self, w, eff, issued, smsp, woken):
         """ex2/rcp.approx: the sub-partition's MUFU pipe (`_unit_op`)."""
-        c = self.c
-        return self._unit_op(self.sm.mufu, c.mufu_occupancy, c.mufu_latency, "mufu", w, eff, issued)
+        return self._unit_op(self.sm.mufu, "mufu", w, eff, issued)
 
     def _shfl(self, w, eff, issued, smsp, woken):
         """shfl.sync: the sub-partition's shuffle pipe (`_unit_op`)."""
-        c = self.c
-        return self._unit_op(self.sm.shfl, c.shfl_occupancy, c.shfl_latency, "shfl", w, eff, issued)
+        return self._unit_op(self.sm.shfl, "shfl", w, eff, issued)
 
-    def _unit_op(self, pipes, occupancy: float, latency: float, what: str, w, eff, issued):
-        """A register op on a per-sub-partition pipe: it reaches the pipe of warp w's sub-partition
-        when its issue slot starts and holds it `occupancy` cycles (FIFO: the pipe's throughput);
-        the warp goes on once the pipe has taken it (it stalls while the pipe is busy) and its
-        destination rows are scoreboarded until start + `latency`. Without a compiled program
-        (scripted executors) the warp waits for the result instead."""
-        end = pipes[w % len(pipes)].reserve(issued - self.c.issue, occupancy, what)
-        start = end - occupancy
-        ready = start + latency
+    def _unit_op(self, pipes, what: str, w, eff, issued):
+        """A register op on a per-sub-partition pipe, with its class's costs (opclass.py): it
+        reaches the pipe of warp w's sub-partition when its issue slot starts and holds it the
+        class's pipe cycles (FIFO: the pipe's throughput); the warp goes on once the pipe has taken
+        it and the class's warp gap has passed, and its destination rows are scoreboarded until
+        start + the class latency. Without a compiled program (scripted executors: the spec's
+        class of the unit) the warp waits for the result instead."""
+        cost = self.op_costs[eff.index] if self.op_costs is not None else self.c.costs["ex2" if what == "mufu" else "shfl"]
+        end = pipes[w % len(pipes)].reserve(issued - self.c.issue, cost.pipe, what)
+        start = end - cost.pipe
+        ready = start + cost.latency
         rows = None if self.reg_dst is None else self.reg_dst.get(eff.index)
         if rows is None:
             return ready, what
@@ -506,7 +535,7 @@ class CtaRun:
             if pend.get(r, 0.0) < ready:
                 pend[r] = ready
                 why[r] = what
-        return start + self.c.issue, what
+        return self._fractional(w, start + (cost.warp if cost.warp > self.c.issue else self.c.issue), start + self.c.issue), what
 
     def _cp_async(self, w, eff, issued, smsp, woken):
         """cp.async: the global read as ld.global (`_global`: L2/HBM per 128-B line); when the data
@@ -540,6 +569,20 @@ class CtaRun:
         if _drains(eff):
             return issued + self.c.wgmma_sync, "wgmma_sync"
         return issued, None
+
+    def _bar(self, w, eff, issued, smsp, woken):
+        """bar.sync / bar.arrive: the arrival that completes a phase sets its release cost,
+        bar_sync_cycles + bar_sync_per_warp_cycles x (warps of the phase - 1) (microbench__ops
+        barriers); the waiters wake after it (`_fire`), and a bar.sync completing it returns then
+        too (a bar.arrive goes on at issue)."""
+        if not eff.fired:
+            return issued, None
+        c = self.c
+        delay = c.bar_sync + c.bar_per_warp * (eff.extra.get("threads", 32) // 32 - 1)
+        self.bar_delay = float(-(-delay // 1))  # events on whole cycles
+        if eff.kind != Kind.BAR_SYNC:
+            return issued, None
+        return issued + self.bar_delay, wait_name(("bar", eff.extra.get("barrier", 0)))
 
     def _other(self, w, eff, issued, smsp, woken):
         """Every other timing class: issue slots only; an async one completes at issue."""
@@ -601,6 +644,7 @@ _HANDLERS = {
     Kind.MBAR_WAIT: CtaRun._mbar_wait,
     Kind.WGMMA_WAIT: CtaRun._wgmma_wait,
     Kind.MUFU: CtaRun._mufu, Kind.SHFL: CtaRun._shfl,
+    Kind.BAR_SYNC: CtaRun._bar, Kind.BAR_ARRIVE: CtaRun._bar,
 }
 """Timing class (Effect.kind) -> cost handler of `CtaRun`; any other class: `CtaRun._other`.
 (EXIT ends the warp's loop in `_warp`.)"""

@@ -44,10 +44,13 @@ committed SASS x microbench__tma_issue by the rules of hopsim/validate/calibrate
 launch_overhead_ns, launch_per_sm_ns, cta_dispatch_cycles, l2_dirty_fraction and (replacing the rule
 above, whose 1056-CTA grid of 128 threads is one wave, not eight) cta_launch_cycles from the
 launch2 records by those of hopsim/validate/calibrate_launch.py; the shared-memory port fields
-(smem_port_*) from smemport/microbench__smemport.json by the rules of hopsim/validate/calibrate_smemport.py.
+(smem_port_*) from smemport/microbench__smemport.json by the rules of hopsim/validate/calibrate_smemport.py;
+the register-only timing classes (alu_latency_cycles, mufu_latency_cycles, shfl_latency_cycles,
+op_<class>_latency/pipe/warp_cycles: hopsim/timing/opclass.py) from microbench__ops.json by the rules
+of hopsim/validate/calibrate_ops.py (`derive_op_fields`).
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
-alu_latency_cycles, bar_sync_cycles, gst_bytes_per_cycle_per_sm.
+bar_sync_cycles, gst_bytes_per_cycle_per_sm, op_mov_*.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ from hopsim.validate.calibrate_gmem import derive_gmem
 from hopsim.validate.calibrate_sass import derive_sass
 from hopsim.validate.calibrate_launch import derive_launch
 from hopsim.validate.calibrate_smemport import derive_smemport
+from hopsim.validate.calibrate_ops import derive_op_fields
+from hopsim.timing.opclass import FIELDS as OP_FIELDS
 from validation.provenance import RECORDS_DIR, load_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -330,6 +335,7 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     derived = derive(records_dir)
     derived.update(derive_gmem(records_dir or RECORDS_DIR))
     derived.update(derive_smemport(records_dir or RECORDS_DIR))
+    derived.update(derive_op_fields(records_dir or RECORDS_DIR, OP_FIELDS))
     derived.update(derive_sass(_micro(pathlib.Path(records_dir or RECORDS_DIR)), src=_src))
     gpu = load_gpu(calibrated=False)
     wr = derived.get("hbm_write_bytes_per_s", (float(gpu.timing.hbm_write_bytes_per_s.value),))[0]

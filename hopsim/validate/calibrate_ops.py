@@ -4,8 +4,10 @@
     table = op_table(rec)                 # {op: OpFit(latency_cycles, issue_cycles, ...)}
     fields = derive_ops(records_dir)      # {"ops.<op>.<quantity>": (value, source)}; {} without the record
 
-Not wired into `calibrate()` yet: the config fields these numbers go into (with type, unit, meaning
-and this source) are added when the record is committed (phase 2 of the per-opcode tables).
+`derive_op_fields(records_dir)` turns the table into the timing classes' config fields
+(hopsim/timing/opclass.py: op_<class>_latency_cycles / _pipe_cycles / _warp_cycles; alu, ex2 and
+shfl keep the names alu_latency_cycles, mufu_latency_cycles, shfl_latency_cycles); `calibrate()`
+(hopsim/validate/calibrate.py) writes them into h100_sxm_calibrated.json. Class `mov` is not fitted.
 
 | quantity | rule (record microbench__ops: results) |
 |---|---|
@@ -14,6 +16,8 @@ and this source) are added when the record is committed (phase 2 of the per-opco
 | peak_warp_inst_per_cycle | max over W = 1..32 warps (one CTA per SM) of throughput[op][mode][W].warp_inst_per_cycle_per_sm.median |
 | issue_cycles | 4 / peak: cycles one warp instruction of the op holds its sub-partition's pipe when every sub-partition is busy (the SM's 4 schedulers) |
 | lane_results_per_cycle | 32 x peak: results per cycle per SM (the unit of the CUDA programming guide's throughput table) |
+| warp_cycles | 1 / throughput[op][mode][1 warp] (one warp's gap per step, 8 independent chains, loop control included), minus the AUX op's for rcp_ftz / vote_ballot |
+| op_<class>_warp_cycles | `warp_gaps`: the one-warp cycles per loop iteration less the 3 loop-control instructions (at iadd_xor's gap) and the AUX op's, per instruction |
 | warps_at_peak | the fewest warps whose rate is within SATURATED of the peak |
 | all_sms_warp_inst_per_cycle | global memory ops: the rate per SM with one 32-warp CTA on every SM |
 | bar_sync_cycles[W] | barriers.bar_sync[W].median: cycles per bar.sync round of W warps |
@@ -25,6 +29,7 @@ Only the microbenchmark record is read (never GEMM or held-out records).
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 from dataclasses import dataclass
 
@@ -48,6 +53,7 @@ class OpFit:
     warps_at_peak: int
     latency_same_cycles: float | None = None
     all_sms_warp_inst_per_cycle: float | None = None
+    warp_cycles: float | None = None
 
 
 def _lat(res: dict, op: str, mode: str) -> float | None:
@@ -70,8 +76,12 @@ def fit_op(res: dict, op: str, mode: str) -> OpFit:
         lat = None if aux is None else lat - aux
     same = _lat(res, op, "same") if mode == "distinct" else None
     all_sms = res["throughput"][op][mode].get("all_sms_32_warps")
+    warp = 1.0 / rates[1] if rates.get(1) else None
+    if warp is not None and op in AUX:
+        aux = _rates(res["throughput"].get(AUX[op], {}).get("reg", {})).get(1)
+        warp = None if not aux else warp - 1.0 / aux
     return OpFit(op, mode, lat, peak, 4.0 / peak, 32.0 * peak, at, same,
-                 None if all_sms is None else float(all_sms["warp_inst_per_cycle_per_sm"]["median"]))
+                 None if all_sms is None else float(all_sms["warp_inst_per_cycle_per_sm"]["median"]), warp)
 
 
 def op_table(rec: dict) -> dict[str, OpFit]:
@@ -120,3 +130,93 @@ def derive_ops(records_dir: pathlib.Path) -> dict[str, tuple[float, str]]:
         out[f"ops.{k}"] = (v, where + "barriers: " + ("bar_sync median" if k.startswith("bar_sync") else
                                                      "bar_pingpong median / 2"))
     return out
+
+
+CLASS_FIT = {"alu": ("iadd_xor", 1), "fp32": ("fma_f32", 1), "fminmax": ("max_f32", 1),
+             "fp16x2": ("fma_f16x2", 1), "cvt_pack": ("cvt_f16x2_f32", 1), "cvt_f16": ("cvt_f16_f32_pair", 2),
+             "cvt_bf16": ("cvt_bf16_f32_pair", 2), "vote": ("vote_any", 1), "vote_ballot": ("vote_ballot", 1),
+             "redux": ("redux_add", 1), "ex2": ("ex2_ftz", 1), "ex2_full": ("ex2", 1), "rcp": ("rcp_ftz", 1),
+             "rcp_full": ("rcp", 1), "shfl": ("shfl_bfly", 1), "shfl_idx": ("shfl_idx", 1)}
+"""timing class (hopsim/timing/opclass.py) -> (the record's op, IR instructions per step: the pair
+cvts are two cvt instructions a step, each taken as half the step). rcp_ftz and vote_ballot carry
+an auxiliary instruction per step (AUX): their latency and warp gap are the step's minus the AUX
+op's; their pipe time is the whole step's (the step's rate is what the shared pipe sustains)."""
+
+
+LOOP_SASS = 3
+"""Loop-control SASS instructions per 32 steps of each thread (IADD, ISETP, BRA: the record's SASS
+counts of every timed loop): integer-pipe instructions the one-warp rate includes."""
+STEPS = 32
+BLOCK_ALU = {"vote_any": 16, "vote_all": 16}
+"""Integer instructions per loop iteration of thr_<op> beside the steps and the loop control: the
+vote asm block's setp / selp per chain (the record's SASS counts: 8 ISETP.NE + 8 SEL per loop)."""
+
+
+def warp_gaps(res: dict) -> dict[str, float]:
+    """op -> one warp's gap per instruction of the op: the one-warp cycles per loop iteration
+    (STEPS / throughput[op][reg][1]) less the loop control (LOOP_SASS at iadd_xor's gap, which is
+    its cycles per iteration / (STEPS + LOOP_SASS)) and, for rcp_ftz / vote_ballot, the AUX op's
+    gap per step; per instruction of the step (CLASS_FIT)."""
+    r1 = {op: _rates(m["reg"]).get(1) for op, m in res["throughput"].items() if "reg" in m}
+    alu = STEPS / r1["iadd_xor"] / (STEPS + LOOP_SASS)
+    out = {}
+    for cls, (op, per) in CLASS_FIT.items():
+        if not r1.get(op):
+            continue
+        if op == "iadd_xor":
+            out[op] = alu
+            continue
+        it = STEPS / r1[op] - (LOOP_SASS + BLOCK_ALU.get(op, 0)) * alu
+        if op in AUX:
+            it -= STEPS * out[AUX[op]]
+        out[op] = it / (STEPS * per)
+    return out
+
+
+def derive_op_fields(records_dir: pathlib.Path, fields: dict[str, tuple[str, str, str]]) -> dict[str, tuple[float, str]]:
+    """Config field -> (value, source) for every class of CLASS_FIT; `fields`: class -> (latency,
+    pipe, warp) field names (opclass.FIELDS). {} without the record."""
+    path = pathlib.Path(records_dir) / OPS_FILE
+    if not path.exists():
+        return {}
+    rec = json.loads(path.read_text())
+    prov = rec.get("provenance", {})
+    where = (f"measured: {OPS_FILE} ({prov.get('device_name', '?')}, {str(prov.get('date_utc', '?'))[:10]}, "
+             f"commit {str(prov.get('git_commit', '?'))[:7]}): ")
+    res = rec["results"]
+    gaps = warp_gaps(res) if "iadd_xor" in res.get("throughput", {}) else {}
+    out: dict[str, tuple[float, str]] = {}
+    for cls, (op, per) in CLASS_FIT.items():
+        if op not in res.get("throughput", {}):
+            continue
+        f = fit_op(res, op, "reg")
+        lat_f, pipe_f, warp_f = fields[cls]
+        aux = f" - latency[{AUX[op]}] (the step's auxiliary instruction)" if op in AUX else ""
+        half = f" / {per} (instructions per step)" if per > 1 else ""
+        if f.latency_cycles is not None:
+            out[lat_f] = (f.latency_cycles / per, where + f"latency[{op}][reg] median{aux}{half}")
+        loop = STEPS / (STEPS + LOOP_SASS) if op == "iadd_xor" else 1.0  # the loop control is on its pipe too
+        lsrc = f" x {STEPS} / {STEPS + LOOP_SASS} (the loop control on the same pipe)" if op == "iadd_xor" else ""
+        out[pipe_f] = (f.issue_cycles * loop / per, where + f"4 / peak of throughput[{op}][reg] over 1..32 warps "
+                       f"({f.peak_warp_inst_per_cycle:.3f} warp inst/cycle/SM){lsrc}{half}")
+        if op in gaps:
+            waux = f" - {AUX[op]}'s gap per step" if op in AUX else ""
+            out[warp_f] = (gaps[op], where + f"({STEPS} / throughput[{op}][reg][1 warp] - {LOOP_SASS} loop-control "
+                           f"instructions x iadd_xor's gap{waux}) / {STEPS}{half}")
+    out.update(barrier_fields(res.get("barriers", {}), where))
+    return out
+
+
+def barrier_fields(bars: dict, where: str) -> dict[str, tuple[float, str]]:
+    """bar_sync_cycles and bar_sync_per_warp_cycles: a least-squares line through barriers.bar_sync[W]
+    (cycles per bar.sync round of W warps of one CTA) less ceil(W / 4) (the issue of the W
+    arrivals, one per cycle on each of the 4 sub-partitions), against W - 1."""
+    pts = [(int(w) - 1, float(v["median"]) - math.ceil(int(w) / 4)) for w, v in bars.get("bar_sync", {}).items()]
+    if len(pts) < 2:
+        return {}
+    n = len(pts)
+    mx, my = sum(x for x, _ in pts) / n, sum(y for _, y in pts) / n
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    src = where + f"barriers.bar_sync[{','.join(str(x + 1) for x, _ in pts)}] median - ceil(W / 4), line over W - 1"
+    return {"bar_sync_cycles": (my - slope * mx, src + ": intercept"),
+            "bar_sync_per_warp_cycles": (slope, src + ": slope")}

@@ -3,7 +3,12 @@
 each timing its loop with clock64 as the CUDA kernel does and storing out[4 (32 b + w) + 0/1] =
 clock64 before / after (lane 0 of warp w of CTA b; the %globaltimer slots stay 0).
 
-The steps are those of the CUDA op table (validation/micro_ops_src.py, same names, constants,
+Instruction order is the one ptxas schedules (the model issues in order, as the hardware does, but
+does not reorder): a step of several instructions (rcp_ftz, vote_ballot, the cvt pairs and packs)
+is emitted instruction by instruction across the chains (first instructions of every chain, then
+the second ones), and the loop counter's add opens the loop body and its setp follows the first
+instruction of every chain (hoisted and spread: their latency hides under the steps; the branch
+closes the body). The steps are those of the CUDA op table (validation/micro_ops_src.py, same names, constants,
 unroll and chain counts; tests/kernels/test_micro_ops_ir.py checks the names agree) written in the
 IR's typed registers. Where the CUDA step reuses one b32 register as f32 (the packing cvt), the IR
 needs the same PTX with an f32 view, which ptxas makes free: there the state lives in %f and the
@@ -98,13 +103,17 @@ def _regs(op: IrOp, c: int) -> dict[str, str]:
             "s": (f"%p{8 + c}" if op.scratch == "p" else f"%h{c}"), "t": f"%r{40 + c}"}
 
 
-def block(op: IrOp, chains: int, unroll: int) -> str:
+def block(op: IrOp, chains: int, unroll: int, setp: str = "") -> str:
     """One loop iteration: `unroll` steps of each of `chains` chains, interleaved, with the
-    block's enter/leave (as one asm block of the CUDA kernel)."""
+    block's enter/leave (as one asm block of the CUDA kernel); `setp` (the loop test) after the
+    first instruction of every chain (its counter's add opens the body)."""
     lines = [op.enter.format(**_regs(op, c)) for c in range(chains) if op.enter]
     for u in range(unroll):
-        for c in range(chains):
-            lines.append((op.alt if (op.alt and u % 2) else op.step).format(**_regs(op, c)))
+        steps = [(op.alt if (op.alt and u % 2) else op.step).format(**_regs(op, c)).split("\n") for c in range(chains)]
+        for k in range(len(steps[0])):  # a step of several instructions: each one across the chains
+            lines += [st[k].strip() for st in steps]
+            if setp and u == 0 and k == 0:
+                lines.append(setp)
     lines += [op.leave.format(**_regs(op, c)) for c in range(chains) if op.leave]
     return "\n    ".join(lines)
 
@@ -174,9 +183,8 @@ def ops_kernel(name: str, kind: str, iters: int):
     mov.u64 %rd1, %clock64;
     mov.u32 %r7, 0;
 LOOP:
-    {block(op, chains, unroll)}
     add.u32 %r7, %r7, 1;
-    setp.lt.u32 %p1, %r7, {iters};
+    {block(op, chains, unroll, f"setp.lt.u32 %p1, %r7, {iters};")}
 @%p1 bra LOOP;
     mov.u64 %rd2, %clock64;
     ld.param.u64 %rd8, [out];

@@ -21,6 +21,9 @@ from kernels.micro.ops import GLOBAL_WORDS, IR_BY_NAME, LAT_UNROLL, THR_CHAINS, 
 LAT_ITERS = 8
 THR_ITERS = 4
 MODES = {"reg": 0, "distinct": 0, "same": 1}
+REGS_PER_THREAD = 64
+"""Registers per thread of the twins' launches: the CUDA kernels run 1024-thread CTAs, so ptxas gave
+them at most 64 (65536 / 1024); the IR's declared register vectors count more than ptxas allocates."""
 
 
 def _bits(rec: dict, op: str) -> tuple[int, int]:
@@ -33,7 +36,7 @@ def stamps(name: str, kind: str, warps: int, iters: int, c1: int, c2: int, mode:
     gm = GlobalMemory()
     params = {"out": gm.alloc("out", np.zeros(128, dtype=np.int64)),
               "gbuf": gm.alloc("gbuf", np.zeros(GLOBAL_WORDS, dtype=np.uint32)), "c1": c1, "c2": c2, "mode": mode}
-    run = run_kernel(ops_kernel(name, kind, iters), Launch(grid=1, block=32 * warps, params=params), gm, gpu)
+    run = run_kernel(ops_kernel(name, kind, iters), Launch(grid=1, block=32 * warps, params=params), gm, gpu, regs_per_thread=REGS_PER_THREAD)
     return run.out("out", np.int64)[:4 * warps].reshape(warps, 4)[:, :2]
 
 
