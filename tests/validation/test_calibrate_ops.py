@@ -78,3 +78,38 @@ def test_derive_ops_names_sources_and_barriers(tmp_path):
     assert "commit abcdef0" in src
     assert f["ops.bar_sync_cycles[32]"][0] == 40.0
     assert f["ops.bar_handoff_cycles[4]"][0] == 45.0
+
+
+def _class_record(truth: dict, a: float, b: float) -> dict:
+    """A record made from the model the class fields describe: one warp runs 32 steps + 3 loop-control
+    integer instructions per iteration, each at its gap (iadd_xor's for the loop), so its rate is
+    32 / (32 g + 3 g_alu) (35 g_alu for iadd_xor itself); all sub-partitions busy give 4 / P
+    (iadd_xor's pipe carries the loop too: 4 / (P x 35 / 32)); bar.sync[W] = a + b (W - 1) + ceil(W / 4)."""
+    import math
+    g_alu = truth["iadd_xor"][1]
+    lat, thr = {}, {}
+    for op, (L, g, P) in truth.items():
+        it = 35 * g_alu if op == "iadd_xor" else 32 * g + 3 * g_alu
+        peak = 4 / (P * 35 / 32) if op == "iadd_xor" else 4 / P
+        lat[op] = {"reg": {"cycles_per_step": _spread(L)}}
+        thr[op] = {"reg": {"1": {"warp_inst_per_cycle_per_sm": _spread(32 / it)},
+                           "32": {"warp_inst_per_cycle_per_sm": _spread(peak)}}}
+    bars = {"bar_sync": {str(w): _spread(a + b * (w - 1) + math.ceil(w / 4)) for w in WARPS}}
+    return {"provenance": {"device_name": "NVIDIA H100 80GB HBM3", "date_utc": "2026-11-24", "git_commit": "abcdef0"},
+            "results": {"latency": lat, "throughput": thr, "barriers": bars}}
+
+
+def test_class_fields_recover_the_model(tmp_path):
+    from hopsim.timing.opclass import FIELDS
+    from hopsim.validate.calibrate_ops import derive_op_fields
+    truth = {"iadd_xor": (5.0, 1.5, 1.0625), "fma_f32": (4.0, 1.25, 1.125), "shfl_bfly": (24.0, 4.5, 4.0)}
+    (tmp_path / OPS_FILE).write_text(json.dumps(_class_record(truth, 26.5, 1.75)))
+    f = derive_op_fields(tmp_path, FIELDS)
+    for cls, op in (("alu", "iadd_xor"), ("fp32", "fma_f32"), ("shfl", "shfl_bfly")):
+        L, g, P = truth[op]
+        lat_f, pipe_f, warp_f = FIELDS[cls]
+        assert (f[lat_f][0], f[warp_f][0], f[pipe_f][0]) == (pytest.approx(L), pytest.approx(g), pytest.approx(P)), cls
+        assert f[lat_f][1].startswith("measured: microbench__ops.json (NVIDIA H100")
+    assert f["bar_sync_cycles"][0] == pytest.approx(26.5)
+    assert f["bar_sync_per_warp_cycles"][0] == pytest.approx(1.75)
+    assert derive_op_fields(tmp_path / "none", FIELDS) == {}
