@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from isa.ir import instructions as I
 from isa.ir.operands import Reg
 
+from hopsim.functional.effect import Kind
 from hopsim.timing.pipes import QUANTUM
 
 CLASSES = ("alu", "mov", "fp32", "fminmax", "fp16x2", "cvt_pack", "cvt_f16", "cvt_bf16", "vote",
@@ -174,3 +175,25 @@ def carried_need(ready: dict, rows: tuple, now: float) -> float:
         if t is not None and t > need:
             need = t
     return need
+
+
+def load_destinations(prog) -> dict:
+    """Body index of each ld.global of a compiled program -> its destination register rows
+    (cached on the program)."""
+    got = getattr(prog, "_gld_dst", None)
+    if got is None:
+        got = {op.index: op.rows_written for op in prog.ops if op.kind == Kind.LD_GLOBAL and op.rows_written}
+        prog._gld_dst = got
+    return got
+
+
+def unit_destinations(prog) -> dict:
+    """Body index of each MUFU/SHFL op of a compiled program -> its destination register rows
+    (scoreboarded until the op's latency has passed; cached on the program)."""
+    got = getattr(prog, "_unit_dst", None)
+    if got is None:
+        got = {op.index: op.rows_written for op in prog.ops
+               if op.kind in (Kind.MUFU, Kind.SHFL) and op.rows_written}
+        prog._unit_dst = got
+    return got
+

@@ -25,7 +25,7 @@ import copy
 import types
 
 from hopsim.functional.effect import Kind
-from hopsim.timing.sm import load_destinations, unit_destinations
+from hopsim.timing.opclass import load_destinations, unit_destinations
 from isa.errors import HopsimError
 
 

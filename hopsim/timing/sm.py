@@ -50,7 +50,8 @@ from isa.ir.instructions import And, ElectSync
 
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import GLINE, LINE, SECTOR, MemorySystem, coalesce
-from hopsim.timing.opclass import PIPES, carried_need, class_costs, op_costs, schedule_run, touched_rows
+from hopsim.timing.opclass import (PIPES, carried_need, class_costs, load_destinations, op_costs, schedule_run,
+                                   touched_rows, unit_destinations)
 from hopsim.timing.pipes import Jitter, Pipe
 from hopsim.timing.units import GmemRequests, Schedulers, SmemPort, TensorCores, TmaUnit
 
@@ -648,27 +649,6 @@ _HANDLERS = {
 }
 """Timing class (Effect.kind) -> cost handler of `CtaRun`; any other class: `CtaRun._other`.
 (EXIT ends the warp's loop in `_warp`.)"""
-
-
-def load_destinations(prog) -> dict:
-    """Body index of each ld.global of a compiled program -> its destination register rows
-    (cached on the program)."""
-    got = getattr(prog, "_gld_dst", None)
-    if got is None:
-        got = {op.index: op.rows_written for op in prog.ops if op.kind == Kind.LD_GLOBAL and op.rows_written}
-        prog._gld_dst = got
-    return got
-
-
-def unit_destinations(prog) -> dict:
-    """Body index of each MUFU/SHFL op of a compiled program -> its destination register rows
-    (scoreboarded until the op's latency has passed; cached on the program)."""
-    got = getattr(prog, "_unit_dst", None)
-    if got is None:
-        got = {op.index: op.rows_written for op in prog.ops
-               if op.kind in (Kind.MUFU, Kind.SHFL) and op.rows_written}
-        prog._unit_dst = got
-    return got
 
 
 def _drains(eff) -> bool:

@@ -142,10 +142,11 @@ def wgmma_queue_depths(by_config: dict) -> dict[int, float]:
     return out
 
 
-TMA_ISSUE_TWIN_BOX_CYCLES = 6.0
+TMA_ISSUE_TWIN_BOX_CYCLES = 11.0
 """Cycles a box of microbench__tma_issue's IR twin (kernels/micro/tma.py tma_issue: coordinate add and
 mask, the copy's issue slot) costs in the model besides the copy's hold (its simulated issue time
-grows 6 cycles a box more than the hold)."""
+grows 11 cycles a box more than the hold: its integer instructions at their class gap and dependent
+latency, hopsim/timing/opclass.py)."""
 
 
 def elect_issue_slope(by_k: dict) -> float:

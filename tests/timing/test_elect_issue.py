@@ -9,6 +9,9 @@ import pytest
 
 from hopsim.config import load_gpu
 from hopsim.timing.sm import _elect_guarded, elected_predicates
+from hopsim.validate.calibrate import TMA_ISSUE_TWIN_BOX_CYCLES
+from hopsim.validate.micro_ir.run import gpu_at
+from hopsim.validate.micro_ir.tma import issue_run
 from isa.ir import parse
 from tests.isa.test_ir_examples import GEMM_TEXT
 
@@ -52,9 +55,6 @@ def test_an_unguarded_copy_on_its_own_path_holds_the_uniform_cost():
     no predicate (ptxas: uniform operands, 9 SASS a box, no per-lane loop); per box the issuing thread
     is held tma_issue_uniform_cycles, between the elect.sync and the lane-predicated holds (as
     measured: 12 < 47 < 83 cycles a box at R8). Law: the issue time of K boxes grows by the hold per box."""
-    from hopsim.validate.micro_ir.run import gpu_at
-    from hopsim.validate.micro_ir.tma import issue_run
-
     gpu = gpu_at()
     t = gpu.timing
     assert float(t.tma_issue_elect_cycles.value) < float(t.tma_issue_uniform_cycles.value) < float(t.tma_issue_cycles.value)
@@ -63,6 +63,6 @@ def test_an_unguarded_copy_on_its_own_path_holds_the_uniform_cost():
         i1, _ = issue_run(8, mode, 1, gpu, iters=4)
         i9, _ = issue_run(8, mode, 9, gpu, iters=4)
         got[mode] = (i9 - i1) / 8
-    twin = 6  # the twin's own per-box instructions (calibrate.TMA_ISSUE_TWIN_BOX_CYCLES)
+    twin = TMA_ISSUE_TWIN_BOX_CYCLES  # the twin's own per-box instructions
     assert got["thread_unpredicated"] == pytest.approx(float(t.tma_issue_uniform_cycles.value) + twin, abs=1.5)
     assert got["warp_lane0"] == pytest.approx(float(t.tma_issue_cycles.value) + twin, abs=1.5)
