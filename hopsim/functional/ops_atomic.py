@@ -6,7 +6,8 @@ address see each other's results. atom writes each lane's old value to d. Intege
 at the type width; min/max of .s32/.s64 compare signed; inc: old >= b ? 0 : old + 1; dec:
 old == 0 or old > b ? b : old - 1; cas: old == b ? c : old. atom/red.add.f32 rounds to nearest
 even and flushes subnormal inputs and results to sign-preserving zero (PTX ISA, atom: ".add.f32
-... flushes subnormal inputs and results"); .f64 does not flush.
+... flushes subnormal inputs and results"); .f64 does not flush. The effect's extra["atomic"] is
+(timing class "<atom|red>_<space>_<f32|u32>", most lanes on one address) for hopsim/timing/atomics.py.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def _build(ins, ctx, returns: bool):
     f = rmw(ins.op, t)
     dt = np.dtype(np.float32 if t == "f32" else np.float64 if t == "f64" else np.uint32 if w == 32 else np.uint64)
     what = f"{ins.mnemonic.split('.')[0]}.{space}"
+    cls = f"{'atom' if returns else 'red'}_{space}_{'f32' if float_ else 'u32'}"  # timing class (timing/atomics.py)
 
     def fn(ex, ws, mask):
         addrs = _lane_addrs(ga(ex, ws), mask)
@@ -92,7 +94,9 @@ def _build(ins, ctx, returns: bool):
                     ex.gmem.store(np.array([a], np.int64), cell.reshape(1, 1), dt)
             if st is not None:
                 st(ex, ws, old, mask)
-        return _effect(ws, space, returns, addrs, esize)
+        eff = _effect(ws, space, returns, addrs, esize)
+        eff.extra["atomic"] = (cls, int(np.unique(addrs, return_counts=True)[1].max()) if n else 0)
+        return eff
     return fn
 
 

@@ -188,12 +188,12 @@ def load_destinations(prog) -> dict:
 
 
 def unit_destinations(prog) -> dict:
-    """Body index of each MUFU/SHFL op of a compiled program -> its destination register rows
-    (scoreboarded until the op's latency has passed; cached on the program)."""
+    """Body index of each MUFU/SHFL op and atom.shared of a compiled program -> its destination
+    register rows (scoreboarded until the op's latency has passed; cached on the program)."""
     got = getattr(prog, "_unit_dst", None)
     if got is None:
         got = {op.index: op.rows_written for op in prog.ops
-               if op.kind in (Kind.MUFU, Kind.SHFL) and op.rows_written}
+               if (op.kind in (Kind.MUFU, Kind.SHFL) or isinstance(op.instr, I.AtomShared)) and op.rows_written}
         prog._unit_dst = got
     return got
 

@@ -50,6 +50,7 @@ from isa.ir.instructions import And, ElectSync
 
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import GLINE, LINE, SECTOR, MemorySystem, coalesce
+from hopsim.timing.atomics import atomic_costs, atomic_op
 from hopsim.timing.opclass import (PIPES, carried_need, class_costs, load_destinations, op_costs, schedule_run,
                                    touched_rows, unit_destinations)
 from hopsim.timing.pipes import Jitter, Pipe
@@ -84,9 +85,9 @@ class SM:
         self.mufu = [Pipe(f"SM{sm_id}.SMSP{i}.MUFU", trace) for i in range(n)]
         self.shfl = [Pipe(f"SM{sm_id}.SMSP{i}.SHFL", trace) for i in range(n)]
         units = {"mufu": self.mufu, "shfl": self.shfl}  # the register-only class pipes (opclass.py)
-        self.op_pipes = [[units[p][i] if p in units else Pipe(f"SM{sm_id}.SMSP{i}.{p}", trace) for p in PIPES]
-                         for i in range(n)]
+        self.op_pipes = [[units[p][i] if p in units else Pipe(f"SM{sm_id}.SMSP{i}.{p}", trace) for p in PIPES] for i in range(n)]
         self.alu_pipes = [q for row in self.op_pipes for q in row if q not in self.mufu and q not in self.shfl]
+        self.atom_smem, self.atom_gmem = Pipe(f"SM{sm_id}.atom.shared", trace), Pipe(f"SM{sm_id}.atom.global", trace)
         self.gld = GmemRequests(gpu)  # ld.global sectors in flight (bound)
         self.gld_lines = Pipe(f"SM{sm_id}.ld.global lines", trace)  # line requests leaving (gmem_line_issue_cycles)
         self.gmem_requests = 0  # ld/st.global L2 requests (128-B lines touched per warp access)
@@ -189,6 +190,7 @@ class _Consts:
         self.line_issue = float(t.gmem_line_issue_cycles.value)
         self.banks = int(gpu.spec.smem_banks.value)
         self.costs = class_costs(t)  # register-only timing classes (opclass.py)
+        self.atomics = atomic_costs(t)  # atom/red classes (atomics.py)
         self.bank_bytes = int(gpu.spec.smem_bank_bytes.value)
 
 
@@ -324,7 +326,10 @@ class CtaRun:
                     yield env.timeout(-(-issued // 1) - now)
                 st.issue += env.now - now
                 break
-            resume, what = _HANDLERS.get(kind, CtaRun._other)(self, w, eff, issued, smsp, woken)
+            if eff.extra and "atomic" in eff.extra:
+                resume, what = atomic_op(self, w, eff, issued)
+            else:
+                resume, what = _HANDLERS.get(kind, CtaRun._other)(self, w, eff, issued, smsp, woken)
             woken = False
             if eff.fired:
                 self._fire(eff.fired, c.arrive if kind == Kind.MBAR_ARRIVE else 0.0)
@@ -402,9 +407,7 @@ class CtaRun:
     def _fractional(self, w: int, resume: float, floor: float) -> float:
         """`resume` less what the warp's previous register-only op overpaid by resuming on a whole
         cycle (at least `floor`): a warp's fractional gaps (opclass warp cycles) add up exactly."""
-        r = resume - self.credit[w]
-        if r < floor:
-            r = floor
+        r = max(resume - self.credit[w], floor)
         self.credit[w] = -(-r // 1) - r
         return r
 

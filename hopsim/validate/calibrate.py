@@ -47,7 +47,8 @@ launch2 records by those of hopsim/validate/calibrate_launch.py; the shared-memo
 (smem_port_*) from smemport/microbench__smemport.json by the rules of hopsim/validate/calibrate_smemport.py;
 the register-only timing classes (alu_latency_cycles, mufu_latency_cycles, shfl_latency_cycles,
 op_<class>_latency/pipe/warp_cycles: hopsim/timing/opclass.py) from microbench__ops.json by the rules
-of hopsim/validate/calibrate_ops.py (`derive_op_fields`).
+of hopsim/validate/calibrate_ops.py (`derive_op_fields`), the atom/red classes' fields
+(<atom|red>_<space>_<type>_*_cycles: hopsim/timing/atomics.py) by its `derive_atomic_fields`.
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
 bar_sync_cycles, gst_bytes_per_cycle_per_sm, op_mov_*.
@@ -66,7 +67,8 @@ from hopsim.validate.calibrate_gmem import derive_gmem
 from hopsim.validate.calibrate_sass import derive_sass
 from hopsim.validate.calibrate_launch import derive_launch
 from hopsim.validate.calibrate_smemport import derive_smemport
-from hopsim.validate.calibrate_ops import derive_op_fields
+from hopsim.validate.calibrate_ops import derive_atomic_fields, derive_op_fields
+from hopsim.timing.atomics import FIELDS as ATOM_FIELDS
 from hopsim.timing.opclass import FIELDS as OP_FIELDS
 from validation.provenance import RECORDS_DIR, load_records
 
@@ -337,6 +339,7 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     derived.update(derive_gmem(records_dir or RECORDS_DIR))
     derived.update(derive_smemport(records_dir or RECORDS_DIR))
     derived.update(derive_op_fields(records_dir or RECORDS_DIR, OP_FIELDS))
+    derived.update(derive_atomic_fields(records_dir or RECORDS_DIR, ATOM_FIELDS))
     derived.update(derive_sass(_micro(pathlib.Path(records_dir or RECORDS_DIR)), src=_src))
     gpu = load_gpu(calibrated=False)
     wr = derived.get("hbm_write_bytes_per_s", (float(gpu.timing.hbm_write_bytes_per_s.value),))[0]

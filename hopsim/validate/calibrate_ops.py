@@ -220,3 +220,51 @@ def barrier_fields(bars: dict, where: str) -> dict[str, tuple[float, str]]:
     src = where + f"barriers.bar_sync[{','.join(str(x + 1) for x, _ in pts)}] median - ceil(W / 4), line over W - 1"
     return {"bar_sync_cycles": (my - slope * mx, src + ": intercept"),
             "bar_sync_per_warp_cycles": (slope, src + ": slope")}
+
+
+ATOMIC_FIT = {"atom_shared_u32": ("atom_shared_add_u32", "atom_shared_add_u32"),
+              "red_shared_u32": ("red_shared_add_u32", "red_shared_add_u32"),
+              "atom_shared_f32": ("atom_shared_add_f32", "atom_shared_add_f32"),
+              "atom_global_u32": ("atom_global_add_u32", "red_global_add_u32"),
+              "red_global_u32": ("red_global_add_u32", "red_global_add_u32"),
+              "atom_global_f32": ("atom_global_add_f32", "red_global_add_f32"),
+              "red_global_f32": ("red_global_add_f32", "red_global_add_f32")}
+"""atomic class (hopsim/timing/atomics.py) -> (the record's op, the op whose one-warp rate gives the
+warp gap: a global atom's one-warp rate is bound by its latency, so the red of its type gives it)."""
+
+
+def derive_atomic_fields(records_dir: pathlib.Path, fields: dict) -> dict[str, tuple[float, str]]:
+    """Field -> (value, source) of the atomic classes: pipe = 1 / the distinct-word peak (warp
+    instructions per SM cycle, one unit per SM), lane = (1 / the same-word rate of 32 warps (every
+    sub-partition contending) - pipe) / 31, warp gap as
+    `warp_gaps` (one warp's cycles per 32 steps less the loop control, / 32), latency = the
+    distinct-word chain, conflict latency = (same-word chain - distinct) / 31. {} without the record."""
+    path = pathlib.Path(records_dir) / OPS_FILE
+    if not path.exists():
+        return {}
+    rec = json.loads(path.read_text())
+    prov = rec.get("provenance", {})
+    where = (f"measured: {OPS_FILE} ({prov.get('device_name', '?')}, {str(prov.get('date_utc', '?'))[:10]}, "
+             f"commit {str(prov.get('git_commit', '?'))[:7]}): ")
+    res = rec["results"]
+    thr = res.get("throughput", {})
+    if "iadd_xor" not in thr:
+        return {}
+    alu = STEPS / _rates(thr["iadd_xor"]["reg"])[1] / (STEPS + LOOP_SASS)
+    out: dict[str, tuple[float, str]] = {}
+    for cls, (op, gap_op) in ATOMIC_FIT.items():
+        if op not in thr or gap_op not in thr:
+            continue
+        f = fields[cls]
+        d, s = _rates(thr[op]["distinct"]), _rates(thr[op]["same"])
+        out[f["pipe"]] = (1.0 / max(d.values()), where + f"1 / peak of throughput[{op}][distinct] over 1..32 warps")
+        out[f["lane"]] = ((1.0 / s[32] - 1.0 / max(d.values())) / 31,
+                          where + f"(1 / throughput[{op}][same][32 warps] - pipe) / 31")
+        r1 = _rates(thr[gap_op]["distinct"])[1]
+        out[f["warp"]] = ((STEPS / r1 - LOOP_SASS * alu) / STEPS, where + f"({STEPS} / throughput[{gap_op}][distinct][1 warp] "
+                          f"- {LOOP_SASS} loop-control instructions x iadd_xor's gap) / {STEPS}")
+        if "latency" in f:
+            ld, ls = _lat(res, op, "distinct"), _lat(res, op, "same")
+            out[f["latency"]] = (ld, where + f"latency[{op}][distinct] median")
+            out[f["conflict_latency"]] = ((ls - ld) / 31, where + f"(latency[{op}][same] - [distinct]) / 31")
+    return out

@@ -137,3 +137,24 @@ def test_calibrated_class_fields_come_from_the_ops_record():
     assert cal["bar_sync_cycles"]["source"].startswith("measured: microbench__ops.json")
     g = load_gpu()
     assert float(g.timing.mufu_latency_cycles.value) == cal["mufu_latency_cycles"]["value"]
+
+
+def test_atomic_unit_serialises_lanes_on_one_word():
+    from hopsim.timing.atomics import AtomCost, atomic_timing
+    from hopsim.timing.pipes import Pipe
+    c = AtomCost(pipe=1.0, lane=2.0, warp=5.0, latency=30.0, conflict_latency=3.0, blocking=False)
+    unit = Pipe("u")
+    assert atomic_timing(c, 1, unit, 0.0, "a") == (0.0, 30.0)          # distinct words: one pipe time
+    assert unit.next_free == 1.0
+    start, ready = atomic_timing(c, 32, unit, 0.0, "a")                # queued behind the first
+    assert (start, ready, unit.next_free) == (1.0, 1.0 + 30.0 + 31 * 3.0, 1.0 + 1.0 + 31 * 2.0)
+
+
+def test_atomic_fields_have_unit_meaning_source_and_calibrated_sources():
+    from hopsim.timing.atomics import CLASSES as ACLS, FIELDS as AF
+    cal = json.loads(CAL.read_text())["timing"]
+    for cls in ACLS:
+        for q, name in AF[cls].items():
+            p = getattr(DEF, name)
+            assert p.unit.startswith("cycles") and p.meaning and p.source, name
+            assert cal[name]["source"].startswith("measured: microbench__ops.json"), name

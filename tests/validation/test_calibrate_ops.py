@@ -113,3 +113,24 @@ def test_class_fields_recover_the_model(tmp_path):
     assert f["bar_sync_cycles"][0] == pytest.approx(26.5)
     assert f["bar_sync_per_warp_cycles"][0] == pytest.approx(1.75)
     assert derive_op_fields(tmp_path / "none", FIELDS) == {}
+
+
+def test_atomic_fields_recover_the_unit_model(tmp_path):
+    """A record from the unit model: distinct words at 1 / pipe per SM cycle, one word at 1 / (pipe +
+    31 lane) with 32 warps; latency L, one word L + 31 c; one warp gap g (+ 3 loop instructions)."""
+    from hopsim.timing.atomics import FIELDS as AF
+    from hopsim.validate.calibrate_ops import derive_atomic_fields
+    g_alu, pipe, lane, L, c, g = 1.5, 1.25, 1.0, 27.0, 2.0, 5.0
+    rec = _class_record({"iadd_xor": (5.0, g_alu, 1.0625)}, 26.0, 1.5)
+    rate = lambda v: {"warp_inst_per_cycle_per_sm": _spread(v)}  # noqa: E731
+    for op in ("atom_shared_add_u32", "red_shared_add_u32"):
+        rec["results"]["throughput"][op] = {"distinct": {"1": rate(32 / (32 * g + 3 * g_alu)), "32": rate(1 / pipe)},
+                                            "same": {"1": rate(0.5 / (pipe + 31 * lane)), "32": rate(1 / (pipe + 31 * lane))}}
+        rec["results"]["latency"][op] = {"distinct": {"cycles_per_step": _spread(L)},
+                                         "same": {"cycles_per_step": _spread(L + 31 * c)}}
+    (tmp_path / OPS_FILE).write_text(json.dumps(rec))
+    f = derive_atomic_fields(tmp_path, AF)
+    a = AF["atom_shared_u32"]
+    got = [f[a[q]][0] for q in ("pipe", "lane", "warp", "latency", "conflict_latency")]
+    assert got == [pytest.approx(v) for v in (pipe, lane, g, L, c)]
+    assert "red_shared_u32_latency_cycles" not in f and f["red_shared_u32_warp_cycles"][0] == pytest.approx(g)
