@@ -6,7 +6,7 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
     loop:
       eff = ex.issue(w, batch=ALU_BATCH)      # the functional layer does WHAT (at issue)
       blocked_on key?   -> yield event(key)    # mbarrier phase, bar.sync, rendezvous, wait_group
-      ALU run of n      -> SMSP busy n*issue; yield until issued + (alu_latency - issue)
+      ALU run of n      -> SMSP n*issue; each op by class (opclass.py: latency, warp gap, pipe)
       ld.shared/ldmatrix-> SMSP issue, smem port held wavefronts; yield until the data is back
       st.shared/stmatrix-> SMSP issue, smem port; yield until the port took the wavefronts
       ld.global         -> coalesced into 32-B sectors / 128-B lines (one L2 request per line),
@@ -22,9 +22,9 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
                            write's wavefronts when the data arrives; eff.complete() then; the warp
                            goes on after issue
       wgmma             -> TensorCores give the completion time; eff.complete() runs then
-      ex2/rcp (MUFU),   -> the warp's sub-partition pipe of that class is held 32 / (results per
-      shfl.sync (SHFL)     clock per SM / 4) cycles per instruction (FIFO: 8 for MUFU, 4 for SHFL,
-                           [CPG-ARITH]); the warp goes on when the pipe has taken it and its
+      ex2/rcp (MUFU),   -> the warp's sub-partition pipe of its class is held the class's pipe
+      shfl.sync (SHFL)     cycles (FIFO; opclass.py, microbench__ops: ~8 MUFU, ~4 SHFL); the warp
+                           goes on after the class's warp gap once the pipe has taken it, and its
                            destination registers are scoreboarded until start + the class latency
       fired keys        -> wake the waiters of those events (+ wake-up latency from the config)
 

@@ -378,8 +378,8 @@ class _ApproxF32(Instruction):
     .f16/.bf16/.f64 forms are not modelled). `.ftz` flushes subnormal inputs and results to
     sign-preserving zero.
 
-    Timing class MUFU: the sub-partition's special-function pipe (its throughput and latency are
-    the timing layer's config: `mufu_results_per_clock_per_sm`, `mufu_latency_cycles`)."""
+    Timing class MUFU: the sub-partition's special-function pipe (its costs are the timing layer's
+    per-opcode classes, hopsim/timing/opclass.py: ex2/ex2_full/rcp/rcp_full)."""
 
     timing_class: ClassVar[str] = Kind.MUFU
     modifiers: ClassVar = (Slot(None, ("approx",)), Slot("ftz", ("ftz",), flag=True),
