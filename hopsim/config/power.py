@@ -3,11 +3,8 @@
 Board power at SM clock f (MHz) running a launch with event rates r_i (events/s):
 
     P(f) = floor_w + v(f)^2 * [ (idle_clock_w + active_base_w * sm_fraction
-                                 + l2_active_w * [any L2 -> SM bytes]
-                                 + fill_tensor_overlap_w * sm_fraction * u_tensor * u_fill) * f / f_max
+                                 + l2_active_w * [any L2 -> SM bytes]) * f / f_max
                                 + sum_core e_i * r_i ] + sum_dram e_j * r_j
-    u_tensor = tensor FLOP/s / (chip_sms * sm_fraction * tensor_flop_per_sm_cycle * f)   (per-SM duty)
-    u_fill   = fill B/s / (chip_sms * sm_fraction * smem_port_bytes_per_sm_cycle * f), fill = L2 -> SM bytes
     v(f) = voltage_intercept + (1 - voltage_intercept) * f / f_max     (core voltage / its value at f_max)
 
 Core events (SM, tensor pipe, L2/crossbar, on the voltage-scaled rail): tensor FLOPs by
@@ -59,10 +56,6 @@ class H100Power(ParamGroup):
     e_tensor_f16f16_zero_pj_per_flop: Param = P(0.2, "pJ/FLOP", "f16 -> f16 with all-zero operands; reported, not used", _A)
     e_l2_pj_per_byte: Param = P(25, "pJ/B", "core-rail energy per byte moved between L2 and an SM (TMA bulk copy into shared memory incl. the fill; also the L2 leg of HBM reads and of stores)", _A)
     l2_active_w: Param = P(0, "W", "extra power while any L2 -> SM traffic flows (L2/crossbar out of idle), at f_max, whatever the byte rate; scales with f v(f)^2", _A)
-    fill_tensor_overlap_w: Param = P(0, "W", "extra core power of TMA fills into shared memory concurrent with wgmma operand reads on the same SM, at f_max, every SM at full tensor duty and a full smem port of fills: scales with (tensor duty) x (fill duty) per SM, the SMs used and f v(f)^2", _A)
-    tensor_flop_per_sm_cycle: Param = P(4096, "FLOP/cycle/SM", "dense f16/bf16 tensor peak per SM per clock (the duty reference of fill_tensor_overlap_w)", "spec: hopper-facts.md 989.4 TFLOP/s / (132 x 1.83 GHz) = 4096 [LOCKWOOD, FORUM-244727]")
-    smem_port_bytes_per_sm_cycle: Param = P(128, "B/cycle/SM", "shared-memory port bandwidth per SM (the fill-duty reference of fill_tensor_overlap_w)", "spec: hopper-facts.md 32 banks x 4 B = 128 B/clk/SM [CPG-SWZ]")
-    chip_sms: Param = P(132, "SMs", "SMs of the chip (the per-SM duties of fill_tensor_overlap_w divide chip rates by chip_sms x sm_fraction)", "spec: H100 SXM5 132 SMs")
     e_dram_read_pj_per_byte: Param = P(115, "pJ/B", "memory-rail energy per byte read from HBM (beyond its L2 leg)", _A)
     e_dram_write_pj_per_byte: Param = P(100, "pJ/B", "memory-rail energy per byte written to HBM (beyond its L2 leg)", _A)
     e_smem_ld_pj_per_wavefront: Param = P(1300, "pJ/wavefront", "LSU shared-memory load wavefront (32 lanes x 4 B), beyond its instruction's issue", _A)

@@ -17,11 +17,6 @@ not scaling. Event counts are what the simulation counted (hopsim/result.py):
                          energies). The wgmma SS operand reads are inside the tensor energy (the
                          burner is SS), TMA fills inside the L2 byte energy: not counted twice.
     instructions         the warp instructions every role issued
-    fill/tensor overlap  a power term in the product of the per-SM tensor duty and TMA fill duty
-                         (fill_tensor_overlap_w): the GEMM-like pipe microbenchmark draws ~100 W
-                         more at the cap than its parts measured alone, not from data toggling
-                         (constant operands read the same), and a per-byte or per-FLOP term cannot
-                         give both its 8 KB and 1 KB request points (docs/guide/power-model.md)
 """
 
 from __future__ import annotations
@@ -118,7 +113,6 @@ class PowerModel:
             "tensor": s * r.tensor_flops * self.tensor_energy_pj(ev) * PJ,
             "l2": s * r.l2_bytes * v["e_l2_pj_per_byte"] * PJ,
             "l2_active": s * fr * v["l2_active_w"] * (1.0 if r.l2_bytes > 0 else 0.0),
-            "fill_tensor_overlap": s * fr * v["fill_tensor_overlap_w"] * self.overlap_duty(mhz, r),
             "smem": s * PJ * (r.smem_wavefronts * smem_mean
                               + r.smem_ld_wavefronts * v["e_smem_ld_pj_per_wavefront"]
                               + r.smem_st_wavefronts * v["e_smem_st_pj_per_wavefront"]),
@@ -126,21 +120,6 @@ class PowerModel:
             "dram": PJ * (r.hbm_read_bytes * v["e_dram_read_pj_per_byte"]
                           + r.hbm_write_bytes * v["e_dram_write_pj_per_byte"]),
         }
-
-    def overlap_duty(self, mhz: float, rates: Events) -> float:
-        """sm_fraction x u_tensor x u_fill for per-second `rates` at SM clock `mhz`: how often a
-        used SM's tensor pipe reads operands while a TMA fill writes its shared memory, if the two
-        are independent (hopsim/config/power.py). Fill bytes = L2 -> SM bytes (l2_bytes less the
-        bytes stored, which travel SM -> L2)."""
-        v = self.v
-        sms = v["chip_sms"] * rates.sm_fraction
-        if sms <= 0 or rates.tensor_flops <= 0:
-            return 0.0
-        cycles = sms * float(mhz) * 1e6
-        fill = max(0.0, rates.l2_bytes - rates.hbm_write_bytes)
-        u_t = rates.tensor_flops / (cycles * v["tensor_flop_per_sm_cycle"])
-        u_b = fill / (cycles * v["smem_port_bytes_per_sm_cycle"])
-        return rates.sm_fraction * u_t * u_b
 
     def power_w(self, mhz: float, ev: Events, seconds: float) -> float:
         """Predicted board power (W, as the NVML averaged reading in steady state)."""

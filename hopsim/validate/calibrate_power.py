@@ -63,15 +63,10 @@ LINEAR_FIELDS = ("active_base_w",) + tuple(
     "e_smem_ld_pj_per_wavefront", "e_smem_st_pj_per_wavefront", "e_instruction_pj")
 
 
-LINEAR_FIELDS += ("l2_active_w", "fill_tensor_overlap_w")
-#: nuisance columns of the light run and of the pipe run (each: an offset and a drift linear in run
-#: order; fitted with the fields, written to the fit summary only)
-RUN_COLUMNS = ("light_run_offset_w", "light_run_drift_w", "pipe_run_offset_w", "pipe_run_drift_w")
+LINEAR_FIELDS += ("l2_active_w",)
+#: nuisance columns of the light run (fitted with the fields, written to the fit summary only)
+RUN_COLUMNS = ("light_run_offset_w", "light_run_drift_w")
 LIGHT_DIR = "light"
-#: the pipe run (light_pipe/: idle, the TMA-fed wgmma pipe at 8 KB / 1 KB requests and with constant
-#: operands, idle_after): its pipe points are FIT points of fill_tensor_overlap_w; the light run's
-#: own two pipe points stay check points (a replication the fit never sees)
-PIPE_DIR = "light_pipe"
 
 
 class PowerCalibrationError(HopsimError):
@@ -120,7 +115,7 @@ def fit_points(records: list[dict]) -> list[dict]:
     return pts
 
 
-def _light_events(rec: dict, pipe_role: str = "check") -> tuple[Events, str] | None:
+def _light_events(rec: dict) -> tuple[Events, str] | None:
     """(per-second events, 'fit' or 'check') of one light-run record (module docstring)."""
     n, rates = rec["name"], rec.get("steady_rates_per_s") or {}
 
@@ -133,7 +128,7 @@ def _light_events(rec: dict, pipe_role: str = "check") -> tuple[Events, str] | N
     if n.startswith("light_tma_req"):
         return Events(l2_bytes=rate("bytes")), "fit"
     if n.startswith("light_pipe_"):
-        return Events(tensor_flops=rate("wgmma") * WGMMA_FLOP, l2_bytes=rate("bytes")), pipe_role
+        return Events(tensor_flops=rate("wgmma") * WGMMA_FLOP, l2_bytes=rate("bytes")), "check"
     _need(rec.get("steady_rate_per_s"), f"light/{n}: steady_rate_per_s missing")
     flops = float(rec["steady_rate_per_s"]) * WGMMA_FLOP
     if n.startswith("light_wgswz"):
@@ -143,30 +138,23 @@ def _light_events(rec: dict, pipe_role: str = "check") -> tuple[Events, str] | N
     return None
 
 
-def light_points(records: list[dict], run: int = 0, pipe_role: str = "check") -> list[dict]:
-    """A light-family run's points in run order (idle, light.jsonl's order, idle_after): name,
-    power_w, mhz, events, role ('fit'/'check'), run (its RUN_COLUMNS row: 1 and its position 0..1
-    in the columns of run number `run`, 0 = light/, 1 = light_pipe/; zeros elsewhere)."""
+def light_points(records: list[dict]) -> list[dict]:
+    """The light run's points in run order (idle, light.jsonl's order, idle_after): name,
+    power_w, mhz, events, role ('fit'/'check'), run (its nuisance columns: 1, position 0..1)."""
     first = [r for r in records if r["name"] == "idle"]
     last = [r for r in records if r["name"] == "idle_after"]
     ran = [r for r in first + [r for r in records if r["family"] == "light"] + last if not r.get("error")]
     pts = []
     for i, r in enumerate(ran):
-        got = _light_events(r, pipe_role)
+        got = _light_events(r)
         if got is None:
             continue
         s = r.get("power_steady_summary") or {}
         _need(s.get("power_w") and s.get("sm_mhz"), f"light/{r['name']}: power_steady_summary missing")
         pts.append({"name": r["name"], "power_w": float(s["power_w"]["tw_mean"]),
                     "mhz": float(s["sm_mhz"]["tw_mean"]), "events": got[0], "role": got[1],
-                    "run": _run_row(run, i / max(1, len(ran) - 1))})
+                    "run": (1.0, i / max(1, len(ran) - 1))})
     return pts
-
-
-def _run_row(run: int, position: float) -> tuple[float, ...]:
-    row = [0.0] * len(RUN_COLUMNS)
-    row[2 * run], row[2 * run + 1] = 1.0, position
-    return tuple(row)
 
 
 def _smi(records_dir: pathlib.Path) -> dict[str, float]:
@@ -196,7 +184,7 @@ def _lstsq(base: H100Power, pts: list[dict], v0: float, fixed: dict[str, float])
     m0 = _with(base, {**fixed, **zero, "voltage_intercept": v0})
     cols = [_with(base, {**fixed, **zero, "floor_w": 0.0, "idle_clock_w": 0.0, k: 1.0,
                          "voltage_intercept": v0}) for k in LINEAR_FIELDS]
-    a = np.array([[m.power_w(p["mhz"], p["events"], 1.0) for m in cols] + list(p.get("run", (0.0,) * len(RUN_COLUMNS)))
+    a = np.array([[m.power_w(p["mhz"], p["events"], 1.0) for m in cols] + list(p.get("run", (0.0, 0.0)))
                   for p in pts])
     b = np.array([p["power_w"] - m0.power_w(p["mhz"], p["events"], 1.0) for p in pts])
     used = [j for j in range(a.shape[1]) if np.any(a[:, j] != 0.0)]   # no light run: no run columns
@@ -235,8 +223,6 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
     }
     light_dir = d / LIGHT_DIR
     light = light_points(load_all(light_dir)) if light_dir.is_dir() else []
-    pipe_dir = d / PIPE_DIR
-    light += light_points(load_all(pipe_dir), run=1, pipe_role="fit") if pipe_dir.is_dir() else []
     pts = fit_points(records) + [p for p in light if p["role"] == "fit"]
     base = H100Power()
     best = None
@@ -250,7 +236,7 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
                 best = (sse, float(v0), x, res)
     sse, v0, x, res = best
     rms = (sse / len(pts)) ** 0.5
-    fit_src = src(f"wgmma.jsonl + units.jsonl + partial_wgmma.jsonl + light/ + light_pipe/: least squares over {len(pts)} "
+    fit_src = src(f"wgmma.jsonl + units.jsonl + partial_wgmma.jsonl + light/: least squares over {len(pts)} "
                   f"steady points (rms residual {rms:.1f} W), see calibrate_power.py")
     out["voltage_intercept"] = (v0, fit_src.replace("least squares", "grid search + least squares"))
     loaded = {k for k in LINEAR_FIELDS if any(_loads(p["events"], k) for p in pts)}
@@ -287,8 +273,6 @@ _LOADS = {"active_base_w": "sm_fraction", "e_l2_pj_per_byte": "l2_bytes", "l2_ac
 
 
 def _loads(ev: Events, field: str) -> bool:
-    if field == "fill_tensor_overlap_w":
-        return ev.tensor_flops > 0 and ev.l2_bytes - ev.hbm_write_bytes > 0
     if field.startswith("e_tensor_"):
         return ev.tensor_flops > 0 and field == f"e_tensor_{ev.variant}{'_zero' if ev.zero_data else ''}_pj_per_flop"
     return getattr(ev, _LOADS[field]) > 0
@@ -300,7 +284,7 @@ def _checks(model: PowerModel, checks: list[dict], x: dict[str, float]) -> list[
     with every event rate scaled by clock / measured clock (SM-clock-bound work), is within the limit."""
     out = []
     for p in checks:
-        run = sum(x[c] * k for c, k in zip(RUN_COLUMNS, p["run"]))
+        run = x[RUN_COLUMNS[0]] * p["run"][0] + x[RUN_COLUMNS[1]] * p["run"][1]
         at = lambda f: model.power_w(f, p["events"].scaled(f / p["mhz"]), 1.0) + run  # noqa: E731
         pred = next((f for f in model.supported_clocks() if at(f) <= model.limit_w), model.supported_clocks()[-1])
         out.append({"name": p["name"], "mhz": p["mhz"], "measured_w": p["power_w"],
