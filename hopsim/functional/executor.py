@@ -19,6 +19,8 @@ control flow, addresses and every Effect field identical.
 
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -103,7 +105,7 @@ class WarpState:
 
     __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase",
                  "uni", "sreg_uni", "none", "exists", "live", "nlive", "rpc", "stack", "parked", "deferred", "met",
-                 "where")
+                 "where", "rows")
 
     def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0, sreg_uni: dict | None = None):
         self.w = w
@@ -130,6 +132,24 @@ class WarpState:
         self.sreg_uni = (sreg_uni if sreg_uni is not None else
                          {k: int(v[0]) for k, v in sregs.items() if v.min() == v.max()})
         self.none = np.zeros(WARP, dtype=bool)
+        self.rows: list | None = None  # per register row: the view bits[row, lanes] (row_views)
+
+    def row_views(self, bits: np.ndarray) -> list:
+        """Views bits[row, this warp's lanes] per row (built on first use): the warp-uniform fast
+        path writes a register with view.fill(value), the same bits as bits[row, lanes] = value."""
+        rows = self.rows
+        if rows is None:
+            rows = self.rows = [bits[r, self.lanes] for r in range(bits.shape[0])]
+        return rows
+
+    def __deepcopy__(self, memo):
+        """A copy whose row views are rebuilt on the copy's register file (a deep-copied view
+        would be an array of its own)."""
+        new = WarpState.__new__(WarpState)
+        memo[id(self)] = new
+        for name in WarpState.__slots__:
+            setattr(new, name, None if name == "rows" else copy.deepcopy(getattr(self, name), memo))
+        return new
 
 
 class WarpgroupState:

@@ -128,17 +128,21 @@ class GlobalMemory:
         idx = off[:, None] + np.arange(size)
         return self._bufs[i][idx].view(dtype).reshape(len(off), count)
 
-    def store(self, addrs: np.ndarray, values: np.ndarray, dtype, count: int = 1) -> None:
-        """Per-lane store of values[len(addrs), count] (dtype) to each address."""
+    def store(self, addrs: np.ndarray, values, dtype, count: int = 1) -> None:
+        """Per-lane store of values[len(addrs), count] (dtype) to each address. `values` may be a
+        function () -> the values, called only when the buffer keeps data (not a reserved one)."""
         dtype = np.dtype(dtype)
         size = dtype.itemsize * count
         if len(addrs) == 0:
             return
         off, i = self._lane_offsets(addrs, size)
+        if not self._bufs[i].flags.writeable:  # a reserved buffer (timing-only) keeps no data
+            return
+        if callable(values):
+            values = values()
         data = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape(len(off), count)).view(np.uint8)
         idx = off[:, None] + np.arange(size)
-        if self._bufs[i].flags.writeable:  # a reserved buffer (timing-only) keeps no data
-            self._bufs[i][idx] = data.reshape(len(off), size)
+        self._bufs[i][idx] = data.reshape(len(off), size)
 
     # ----------------------------------------------------------------------------- tensor maps
     def register_tensor_map(self, name: str, tmap) -> int:

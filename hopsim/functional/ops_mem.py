@@ -186,12 +186,14 @@ def _st_global(ins, ctx):
         addrs = _lane_addrs(ga(ex, ws), mask)
         n = len(addrs)
         if n:
-            lanes = ws.lanes
-            full = mask is ws.active and ws.full
-            vals = np.empty((n, vec), dtype=dt)
-            for i, r in enumerate(rows):
-                vals[:, i] = rd(ex.bits[r, lanes] if full else ex.bits[r, lanes][mask])
-            ex.gmem.store(addrs, vals, dt, vec)
+            def values():  # read only when the buffer keeps data (GlobalMemory.store)
+                lanes = ws.lanes
+                full = mask is ws.active and ws.full
+                vals = np.empty((n, vec), dtype=dt)
+                for i, r in enumerate(rows):
+                    vals[:, i] = rd(ex.bits[r, lanes] if full else ex.bits[r, lanes][mask])
+                return vals
+            ex.gmem.store(addrs, values, dt, vec)
         return Effect(kind=Kind.ST_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec),
                       gmem_bytes=n * esize * vec, is_write=True, smem_access_bytes=esize * vec)
     return fn

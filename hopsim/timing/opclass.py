@@ -17,7 +17,8 @@ run's `pipe` cycles per class (FIFO); the warp goes on when the pipes have taken
 last op's `warp` gap has passed. Results still in flight then are carried (per warp): the next
 run's ops and any other instruction touching them wait for them (sm.py `_warp`). MUFU/SHFL ops keep their scoreboard (sm.py `_unit_op`) with their
 class's costs. Register-to-register `mov` is the class `mov`, free (ptxas renames it away: the
-record's cvt.rn.f16x2.f32 step is one F2FP, no move, in its SASS counts).
+record's cvt.rn.f16x2.f32 step is one F2FP, no move, in its SASS counts). `elected_predicates`:
+the predicates holding an elect.sync result (a TMA copy guarded by one has its own issue cost).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 from dataclasses import dataclass
 
 from isa.ir import instructions as I
+from isa.ir.instructions import And, ElectSync
 from isa.ir.operands import Reg
 
 from hopsim.functional.effect import Kind
@@ -197,3 +199,47 @@ def unit_destinations(prog) -> dict:
         prog._unit_dst = got
     return got
 
+
+def elected_predicates(kernel) -> frozenset:
+    """Names of the predicate registers that hold an elect.sync result in `kernel` (cached on it):
+    every write to them is an elect.sync, or an `and.pred` with an elected operand (elect one lane,
+    then narrow it by a warp condition). A copy guarded by one is issued the way ptxas issues
+    CUTLASS's elect_one_sync() copies (microbench__tma_issue)."""
+    got = kernel.cache.get("elected_predicates")
+    if got is None:
+        writers: dict[str, list] = {}
+        for ins in kernel.body:
+            try:
+                regs = ins.writes()
+            except Exception:  # noqa: BLE001 - label definitions and the like write nothing
+                continue
+            for r in regs:
+                writers.setdefault(getattr(r, "name", str(r)), []).append(ins)
+        def is_elect(i) -> bool:
+            return isinstance(i, ElectSync)
+
+        def narrows(i, n: str, el: set) -> bool:  # and.pred n, x, y with x or y elected (or n itself)
+            return (isinstance(i, And) and i.type == "pred"
+                    and any(getattr(x, "name", None) in el | {n} for x in (i.a, i.b)))
+
+        elected: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for n, ws in writers.items():
+                if n in elected:
+                    continue
+                seeded = any(is_elect(i) for i in ws) or any(
+                    isinstance(i, And) and any(getattr(x, "name", None) in elected for x in (i.a, i.b))
+                    for i in ws)
+                if seeded and all(is_elect(i) or narrows(i, n, elected) for i in ws):
+                    elected.add(n)
+                    changed = True
+        got = frozenset(elected)
+        kernel.cache["elected_predicates"] = got
+    return got
+
+
+def elect_guarded(ins, elected: frozenset) -> bool:
+    guard = getattr(ins, "guard", None)
+    return guard is not None and not guard.negate and getattr(guard.pred, "name", None) in elected

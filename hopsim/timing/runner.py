@@ -442,9 +442,8 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
         link = memo_mod.PartitionedLink(gpu, memory.residency, n_links, label, trace=trace, jitter=jitter)
         return SM(gpu, label, link, trace=trace, jitter=jitter)
 
-    def make_run(env, sm, cta, kid, ex=None):
-        return CtaRun(env, sm, ex if ex is not None else executor_factory(cta), consts, trace=trace,
-                      wavefronts=wavefronts, hits=hits_of[kid])
+    def make_run(env, sm, cta, kid):
+        return CtaRun(env, sm, executor_factory(cta), consts, trace=trace, wavefronts=wavefronts, hits=hits_of[kid])
 
     def after_run(run, cta, replay):
         stats["detailed_ctas"] += 1
@@ -458,6 +457,10 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
             raise HopsimError(f"CTA {cta}: its TMA tiles differ from the affine tile plan (memo.py); "
                               "simulate with memory='shared'")
 
+    def inherited(n):  # the CTAs a split class's re-run would have replayed (fork.py copies them)
+        stats["detailed_ctas"] += n
+        stats["replayed_ctas"] += n
+
     def limit_hit(live):
         raise SimulationLimit(max_cycles, live)
 
@@ -466,7 +469,7 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
                                 launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
                                 after_run=after_run, classify=classify, max_cycles=max_cycles,
-                                limit_hit=limit_hit, make_executor=None if trace else executor_factory)
+                                limit_hit=limit_hit, fork=not trace, inherited=inherited)
     coord.end = coord.run()
     stats["sm_classes"] = len(coord.classes)
     stats["class_splits"] = coord.splits

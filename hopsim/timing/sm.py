@@ -46,13 +46,12 @@ from functools import partial
 
 import simpy
 
-from isa.ir.instructions import And, ElectSync
-
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import GLINE, LINE, SECTOR, MemorySystem, coalesce
 from hopsim.timing.atomics import atomic_costs, atomic_op
-from hopsim.timing.opclass import (PIPES, carried_need, class_costs, load_destinations, op_costs, schedule_run,
-                                   touched_rows, unit_destinations)
+from hopsim.timing.opclass import (PIPES, carried_need, class_costs, elect_guarded, elected_predicates,
+                                   load_destinations, op_costs, schedule_run, touched_rows, unit_destinations)
+from hopsim.timing.smem_cost import ideal_wavefronts
 from hopsim.timing.pipes import Jitter, Pipe
 from hopsim.timing.units import GmemRequests, Schedulers, SmemPort, TensorCores, TmaUnit
 
@@ -61,6 +60,12 @@ ALU_BATCH = 64
 
 DRAIN = frozenset({Kind.EXIT, Kind.BAR_SYNC, Kind.FENCE})
 """Instructions before which a warp waits for all its scoreboarded loads."""
+
+AT_SCOREBOARD, AT_BLOCKED, AT_EXIT, AT_RESUME, AT_DRAIN, AT_CARRIED = 1, 2, 3, 4, 5, 6
+"""Where a warp process (`CtaRun._warp`) is suspended (fork.py resumes a copy there, from the
+locals RESUME_LOCALS): a scoreboard wait, an event, the exit's issue slots, the wait after an
+instruction, a wait_group 0's release after its event, a carried ALU result."""
+RESUME_LOCALS = ("woken", "now", "key", "what", "issued", "need", "t0", "eff")
 
 WAIT_NAME = {"mbar": "mbarrier", "bar": "bar.sync", "rdv": "warpgroup_rendezvous",
              "wgmma": "wgmma.wait_group", "bulk": "bulk.wait_group", "bulkr": "bulk.wait_group",
@@ -124,51 +129,6 @@ class WarpStats:
             self.wait[what] = self.wait.get(what, 0.0) + cycles
 
 
-def elected_predicates(kernel) -> frozenset:
-    """Names of the predicate registers that hold an elect.sync result in `kernel` (cached on it):
-    every write to them is an elect.sync, or an `and.pred` with an elected operand (elect one lane,
-    then narrow it by a warp condition). A copy guarded by one is issued the way ptxas issues
-    CUTLASS's elect_one_sync() copies (microbench__tma_issue)."""
-    got = kernel.cache.get("elected_predicates")
-    if got is None:
-        writers: dict[str, list] = {}
-        for ins in kernel.body:
-            try:
-                regs = ins.writes()
-            except Exception:  # noqa: BLE001 - label definitions and the like write nothing
-                continue
-            for r in regs:
-                writers.setdefault(getattr(r, "name", str(r)), []).append(ins)
-        def is_elect(i) -> bool:
-            return isinstance(i, ElectSync)
-
-        def narrows(i, n: str, el: set) -> bool:  # and.pred n, x, y with x or y elected (or n itself)
-            return (isinstance(i, And) and i.type == "pred"
-                    and any(getattr(x, "name", None) in el | {n} for x in (i.a, i.b)))
-
-        elected: set = set()
-        changed = True
-        while changed:
-            changed = False
-            for n, ws in writers.items():
-                if n in elected:
-                    continue
-                seeded = any(is_elect(i) for i in ws) or any(
-                    isinstance(i, And) and any(getattr(x, "name", None) in elected for x in (i.a, i.b))
-                    for i in ws)
-                if seeded and all(is_elect(i) or narrows(i, n, elected) for i in ws):
-                    elected.add(n)
-                    changed = True
-        got = frozenset(elected)
-        kernel.cache["elected_predicates"] = got
-    return got
-
-
-def _elect_guarded(ins, elected: frozenset) -> bool:
-    guard = getattr(ins, "guard", None)
-    return guard is not None and not guard.negate and getattr(guard.pred, "name", None) in elected
-
-
 class _Consts:
     """Plain floats of the config read once (hot path)."""
 
@@ -209,6 +169,7 @@ class CtaRun:
         self.wavefronts = wavefronts or ideal_wavefronts
         self.last_async: dict[tuple, float] = {}  # FIFO completion per warpgroup / bulk warp
         self.pending_async = 0
+        self.procs: list = []  # the warps' SimPy processes (start())
         self.write_end = 0.0  # cycle this CTA's last asynchronous global write (TMA store) lands
         self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
         self.inflight: list | None = [] if trace else None  # (start, end, name, track) of async ops
@@ -228,7 +189,7 @@ class CtaRun:
         self.pend_why: list[dict] = [{} for _ in range(ex.num_warps)]  # per warp: row -> "mufu"/"shfl" (else a load)
         bind = getattr(ex, "bind_clock", None)  # an executor that reads %clock64 as this SM's cycle
         if bind is not None:  # (hopsim/validate/micro_ir: microbenchmarks timed by their clock reads)
-            bind(lambda: env.now)
+            bind(partial(getattr, env, "now"))  # (a partial: a copy of the run reads its own clock, fork.py)
 
     # ---------------------------------------------------------------- events
     def _event(self, key):
@@ -275,54 +236,115 @@ class CtaRun:
         if t < last:
             t = last
         self.last_async[fifo_key] = t
-        self.env.timeout(t - self.env.now).callbacks.append(lambda _evt: self._fire(fn()))
+        self.env.timeout(t - self.env.now).callbacks.append(partial(self._call_fire, fn))
+
+    def _call_fire(self, fn, _evt) -> None:
+        self._fire(fn())
 
     # ---------------------------------------------------------------- the CTA
-    def run(self):
-        procs = [self.env.process(self._warp(w)) for w in range(self.ex.num_warps)]
-        yield self.env.all_of(procs)
+    def start(self):
+        """Start the CTA's warps (one process each); return the event of their end."""
+        self.procs = [self.env.process(self._warp(w)) for w in range(self.ex.num_warps)]
+        return self.env.all_of(self.procs)
 
-    def _warp(self, w: int):
+    def run(self):
+        yield self.start()
+
+    def _warp(self, w: int, resume=None):
         """Warp w as one SimPy process: issue, cost the effect by its timing class (`_HANDLERS`),
-        wait until the warp may issue again; until it exits."""
+        wait until the warp may issue again; until it exits.
+
+        `resume` (fork.py): (suspension point, the event waited on there, RESUME_LOCALS): go on
+        from that wait as the copied process would."""
         env, ex, c = self.env, self.ex, self.c
         st = self.stats[w]
-        st.start = env.now
         smsp = self.sm.sched.pipes[w % self.sm.sched.n]
         slices = st.slices
         woken = False  # the last issue of this warp blocked and was woken (its wait is paid)
         pend = self.pend[w]
-        while True:
-            stop = None
-            if pend:
-                need = self._scoreboard(w, pend, env.now)
-                if need > env.now:
-                    t0 = env.now
-                    yield env.timeout(-(-need // 1) - t0)
-                    what = self._pending_reason(w, need)
-                    st.add_wait(what, env.now - t0)
-                    if slices is not None:
-                        slices.append((t0, env.now, f"wait scoreboard ({'ld.global' if what == 'gmem' else what})"))
-                    self._scoreboard(w, pend, env.now)
-                if pend:
-                    stop = frozenset(pend)
-            eff = ex.issue(w, ALU_BATCH, stop) if stop is not None else ex.issue(w, ALU_BATCH)
-            now = env.now
-            if eff.blocked_on is not None:
-                yield from self._blocked(st, eff, now)
+        at, sb_waited, carried = 0, False, False  # suspension point (AT_*: fork.py reads it); resumed
+        # after a scoreboard wait (its statistics to add) / a carried ALU result (eff, kind, now set)
+        if resume is None:
+            st.start = env.now
+        else:
+            at, evt, loc = resume
+            woken, now, key, what, issued, need, t0, eff = (loc[k] for k in RESUME_LOCALS)  # as locals (copies read them)
+            yield evt
+            if at == AT_EXIT:
+                st.issue += env.now - now
+                st.end = env.now
+                return
+            if at == AT_BLOCKED and key[0] == "wgmma" and _drains(eff) and c.wgmma_sync > 0:
+                at = AT_DRAIN
+                yield env.timeout(c.wgmma_sync)
+            if at == AT_BLOCKED or at == AT_DRAIN:
+                st.add_wait(wait_name(key), env.now - now)
                 woken = True
-                continue
-            kind = eff.kind
-            if kind != Kind.ALU and self.alu_ready[w] and self.touched is not None:
-                need = carried_need(self.alu_ready[w], self.touched.get(eff.index, ()), now)
-                if need > now:  # an ALU result this instruction touches is still in flight
-                    yield env.timeout(-(-need // 1) - now)
-                    st.add_wait("alu_latency", env.now - now)
-                    now = env.now
+            elif at == AT_RESUME:
+                if what is not None:
+                    st.add_wait(what, env.now - issued)
+            elif at == AT_CARRIED:
+                st.add_wait("alu_latency", env.now - now)
+                now = env.now
+                kind = eff.kind
+                carried = True
+            else:  # AT_SCOREBOARD
+                sb_waited = True
+        while True:
+            if carried:
+                carried = False
+            else:
+                stop = None
+                if pend:
+                    if not sb_waited:
+                        need = self._scoreboard(w, pend, env.now)
+                        if need > env.now:
+                            t0 = env.now
+                            at = AT_SCOREBOARD
+                            yield env.timeout(-(-need // 1) - t0)
+                            sb_waited = True
+                    if sb_waited:
+                        sb_waited = False
+                        what = self._pending_reason(w, need)
+                        st.add_wait(what, env.now - t0)
+                        if slices is not None:
+                            slices.append((t0, env.now, f"wait scoreboard ({'ld.global' if what == 'gmem' else what})"))
+                        self._scoreboard(w, pend, env.now)
+                    if pend:
+                        stop = frozenset(pend)
+                eff = ex.issue(w, ALU_BATCH, stop) if stop is not None else ex.issue(w, ALU_BATCH)
+                now = env.now
+                key = eff.blocked_on
+                if key is not None:  # the warp waits on an event (mbarrier phase, bar.sync, rendezvous, wait_group)
+                    if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
+                        self._fire(eff.fired)
+                    if eff.kind == Kind.WGMMA:  # waits at the warpgroup rendezvous of a wgmma: takes part in it
+                        st.wgmma = True
+                    at = AT_BLOCKED
+                    yield self._event(key)
+                    if key[0] == "wgmma" and _drains(eff) and c.wgmma_sync > 0:
+                        # wait_group 0: released wgmma_sync_cycles after its last group completes
+                        # (microbench__wgmma: a round with L wgmmas = the empty round + their latency)
+                        at = AT_DRAIN
+                        yield env.timeout(c.wgmma_sync)
+                    st.add_wait(wait_name(key), env.now - now)
+                    if slices is not None:
+                        slices.append((now, env.now, f"wait {ex.describe(key)}"))
+                    woken = True
+                    continue
+                kind = eff.kind
+                if kind != Kind.ALU and self.alu_ready[w] and self.touched is not None:
+                    need = carried_need(self.alu_ready[w], self.touched.get(eff.index, ()), now)
+                    if need > now:  # an ALU result this instruction touches is still in flight
+                        at = AT_CARRIED
+                        yield env.timeout(-(-need // 1) - now)
+                        st.add_wait("alu_latency", env.now - now)
+                        now = env.now
             st.instructions += eff.count
             issued = smsp.reserve(now, eff.count * c.issue)
             if kind == Kind.EXIT:
                 if issued > now:
+                    at = AT_EXIT
                     yield env.timeout(-(-issued // 1) - now)
                 st.issue += env.now - now
                 break
@@ -335,6 +357,7 @@ class CtaRun:
                 self._fire(eff.fired, c.arrive if kind == Kind.MBAR_ARRIVE else 0.0)
             st.issue += issued - now
             if resume > now:
+                at = AT_RESUME
                 yield env.timeout(-(-resume // 1) - now)
                 if what is not None:
                     st.add_wait(what, env.now - issued)
@@ -373,22 +396,6 @@ class CtaRun:
             if pend.get(r) == need:
                 return what
         return "gmem"
-
-    def _blocked(self, st: WarpStats, eff, now: float):
-        """The warp waits on an event (mbarrier phase, bar.sync, rendezvous, wait_group)."""
-        if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
-            self._fire(eff.fired)
-        if eff.kind == Kind.WGMMA:  # waits at the warpgroup rendezvous of a wgmma: takes part in it
-            st.wgmma = True
-        key = eff.blocked_on
-        yield self._event(key)
-        if key[0] == "wgmma" and _drains(eff) and self.c.wgmma_sync > 0:
-            # wait_group 0: released wgmma_sync_cycles after its last group completes (microbench__wgmma:
-            # a round with L wgmmas = the empty round + their latency)
-            yield self.env.timeout(self.c.wgmma_sync)
-        st.add_wait(wait_name(key), self.env.now - now)
-        if st.slices is not None:
-            st.slices.append((now, self.env.now, f"wait {self.ex.describe(key)}"))
 
     # ---------------------------------------------------------------- handlers by timing class
     # Each: (w, effect, cycle the SMSP issued it, the SMSP pipe, was the warp just woken)
@@ -445,7 +452,7 @@ class CtaRun:
         """Issuing-thread hold of one copy by its guard (microbench__tma_issue, docs/sass-issue-costs.md):
         elect.sync predicate, none (one lane on its own path: uniform operands), a lane predicate."""
         c = self.c
-        if _elect_guarded(ins, self.elected):
+        if elect_guarded(ins, self.elected):
             return c.tma_issue_elect
         if getattr(ins, "guard", True) is None and c.tma_issue_uniform > 0:
             return c.tma_issue_uniform
@@ -691,10 +698,3 @@ def _coords(tile_key):
 def _succeed(evt, _timeout) -> None:
     if not evt.triggered:
         evt.succeed()
-
-
-def ideal_wavefronts(eff, c) -> tuple[int, int]:
-    """Fallback bank model (no conflicts): ceil(bytes / 128) wavefronts."""
-    nbytes = max(1, eff.lanes) * max(1, eff.smem_access_bytes)
-    w = max(1, -(-nbytes // (c.banks * c.bank_bytes)))
-    return w, w

@@ -15,15 +15,16 @@ own SimPy environment, one `SM`, the CTAs of one member, "the representative") a
 its members. The coordinator below advances each class to its next CTA exit, hands out CTAs at the
 earliest pending exit time (ties: k-th exit of each SM in SM order), and when the members of a class
 get CTAs of different hit classes, the class splits: the subgroup holding the class's label SM
-continues in the existing environment, every other subgroup gets a new environment that re-runs
-the shared history deterministically from cycle 0 (the same CTAs, the same inputs: the same
-trajectory) up to the split and goes on with its own inputs from there (replaying the parent's
-record of each CTA's issue() results, replay.py, rather than executing them again). At the end every class has
+continues in the existing environment, every other subgroup gets a copy of the class's state at
+the split (fork.py: environment, SM, CTAs in flight, processes) and goes on with its own inputs
+from there; that copy is the state a deterministic re-run of the shared history from cycle 0 (the
+same CTAs, the same inputs: the same trajectory) would reach, which is what a traced run (whose
+trace slices name their SM) still does (`catch_up`). At the end every class has
 simulated its members' complete history: counters, role statistics and busy cycles are the class's
 times its member count. tests/timing/test_memo_multi.py checks cycles, bytes, roles and busy equal
 to memo=False on multi-wave grids with 2 and 3 CTAs per SM.
 
-Cost: one detailed simulation per distinct history (plus the re-run prefix of each split), instead
+Cost: one detailed simulation per distinct history (plus a copy of the state at each split), instead
 of one per CTA. A row-raster GEMM has two hit classes (first wave: shared misses; afterwards A
 misses shared by its row, B hits), so a handful of classes cover all SMs.
 
@@ -40,7 +41,7 @@ import math
 
 import simpy
 
-from hopsim.timing import replay
+from hopsim.timing import fork
 from isa.errors import HopsimError
 
 
@@ -55,7 +56,8 @@ class NotMemoisable(Exception):
 class _SmClass:
     """The SMs of one history: one environment, one SM, the representative's CTAs."""
 
-    def __init__(self, co, label: int, members: list, inputs: list, first_slots: int, replay_until: float):
+    def __init__(self, co, label: int, members: list, inputs: list, first_slots: int, replay_until: float,
+                 start: bool = True):
         self.co = co
         self.label = label
         self.members = members
@@ -63,22 +65,33 @@ class _SmClass:
         self.requests = 0
         self.exits: list[float] = []  # exits not yet handed to the coordinator
         self.replay_until = replay_until  # exits at or before this cycle were already handed out
-        self.env = simpy.Environment()
-        self.sm = co.make_sm(label)
         self.runs: list = []  # (slot, warp stats, in-flight slices) of every CTA run here
-        self.live: set = set()
         self.last_exit = 0.0
         self.first_slots = first_slots
-        self.logged: dict = {}  # cta -> LoggedExecutor (co.make_executor given): what a split replays
-        self.sources: dict = {}  # cta -> replay._Source: what the class this one split off from recorded
-        for slot in range(first_slots):
-            self.env.process(self._slot(slot))
+        self.procs: list = []  # the slots' processes
+        if not start:  # fork.fork_class gives it its environment, SM, CTAs and processes
+            return
+        self.env = simpy.Environment()
+        self.sm = co.make_sm(label)
+        self.live: set = set()
+        self.procs = [self.env.process(self._slot(slot)) for slot in range(first_slots)]
 
-    def _slot(self, slot: int):
+    def _slot(self, slot: int, resume=None):
+        """Slot `slot`: runs the class's CTAs one after the other. `resume` (fork.py): (suspension
+        point, the event waited on there, that point's locals): go on from that wait."""
         co, env = self.co, self.env
         ready = 0.0  # the first wave starts at 0, a freed slot after the relaunch gap (gpu.CtaScheduler)
+        at = 0  # the suspension point (fork.AT_*) of the current yield
+        if resume is not None:
+            at, evt, loc = resume
+            run, cta = loc.get("run"), loc.get("cta")  # as locals: a copy of this copy reads them
+            yield evt
+            if at == fork.AT_RUN:
+                self._ended(slot, run, cta)
+                ready = env.now + co.launch_cycles
         while True:
             if ready > env.now:
+                at = fork.AT_WAIT
                 yield env.timeout(ready - env.now)
             i = self.requests
             self.requests += 1
@@ -86,40 +99,22 @@ class _SmClass:
             if inp is None:
                 return
             cta, kid = inp
-            run = co.make_run(env, self.sm, cta, kid, self._executor(cta))
+            run = co.make_run(env, self.sm, cta, kid)
             self.live.add(run)
-            yield from run.run()
-            self.live.discard(run)
-            co.after_run(run, cta, replay=env.now <= self.replay_until)
-            self.runs.append((slot, run.stats, run.inflight))
-            self.last_exit = env.now
-            if env.now > self.replay_until:
-                self.exits.append(env.now)
+            at = fork.AT_RUN
+            yield run.start()
+            self._ended(slot, run, cta)
             ready = env.now + co.launch_cycles
 
-    def _executor(self, cta: int):
-        """The executor of `cta` here: None (make_run's own) without a `make_executor`; else a
-        recorded one, replaying the parent's record when this class split off after `cta` began."""
-        make = self.co.make_executor
-        if make is None:
-            return None
-        src = self.sources.pop(cta, None)
-        if src is None:
-            ex = make(cta)
-            if not replay.recordable(ex):
-                return ex
-        rec = len(self.members) > 1  # a class of one SM never splits: nothing to record
-        if src is None and not rec:  # nothing to replay either: the executor itself
-            return ex
-        lx = replay.LoggedExecutor(src.real if src is not None else ex, src, recording=rec)
-        if rec:
-            self.logged[cta] = lx
-        return lx
-
-    def stop_recording(self) -> None:
-        for lx in self.logged.values():
-            lx.stop_recording()
-        self.logged = {}
+    def _ended(self, slot: int, run, cta: int) -> None:
+        """CTA `cta` has ended on slot `slot`."""
+        env = self.env
+        self.live.discard(run)
+        self.co.after_run(run, cta, replay=env.now <= self.replay_until)
+        self.runs.append((slot, run.stats, run.inflight))
+        self.last_exit = env.now
+        if env.now > self.replay_until:
+            self.exits.append(env.now)
 
     def catch_up(self, t: float) -> None:
         """Re-run the shared history up to cycle t (inclusive)."""
@@ -153,7 +148,8 @@ class Coordinator:
     classify(cta) -> hit class id (called in linear CTA order)."""
 
     def __init__(self, *, num_sms: int, ctas_per_sm: int, num_ctas: int, launch_cycles: float,
-                 make_sm, make_run, after_run, classify, max_cycles=None, limit_hit=None, make_executor=None):
+                 make_sm, make_run, after_run, classify, max_cycles=None, limit_hit=None, fork=True,
+                 inherited=None):
         if not launch_cycles > 0:
             raise NotMemoisable("cta_launch_cycles must be > 0")
         self.num_sms, self.ctas_per_sm, self.num_ctas = num_sms, ctas_per_sm, num_ctas
@@ -162,23 +158,47 @@ class Coordinator:
         self.classify = classify
         self.max_cycles = max_cycles
         self.limit_hit = limit_hit
-        self.make_executor = make_executor
+        self.fork = fork  # a split copies its parent's state (fork.py); else it re-runs the history
+        self.inherited = inherited  # (n): a split class starts with n CTAs of its history run (fork.py)
         self.classes: list[_SmClass] = []
         self.splits = 0
 
     def run(self) -> float:
         """Simulate the grid; return the cycle of the last CTA exit.
 
-        The record of the classes that may still split (replay.py) is many long-lived objects;
-        Python's full collections would traverse it again and again (each one costs more as it
-        grows). While the grid runs they are made rarer (young objects are still collected as
-        usual, so the memory peak does not move); the thresholds are restored after."""
+        The classes' state is many long-lived objects; Python's full collections would traverse
+        it again and again. While the grid runs they are made rarer (young objects are still
+        collected as usual, so the memory peak does not move); the thresholds are restored after."""
         old = gc.get_threshold()
         gc.set_threshold(old[0], old[1], max(old[2], FULL_GC_EVERY))
         try:
             return self._run()
         finally:
             gc.set_threshold(*old)
+
+    def _split(self, cls: _SmClass, sub: list, history: list, t: float) -> _SmClass:
+        """A new class for the members `sub` of `cls`, whose history (inputs up to cycle t) is
+        `history`, in the state `cls` has at t: a copy of it (fork.py), or (trace runs, whose
+        slices name their SM, or a state the copy does not know) a re-run of the history."""
+        members, inputs = [m for m, _ in sub], history + list(sub[0][1])
+        self.splits += 1
+        if self.fork:
+            child = _SmClass(self, sub[0][0], members, inputs, cls.first_slots, t, start=False)
+            try:
+                fork.fork_class(cls, child)
+            except fork.NotCopyable:
+                child = None
+            if child is not None:
+                child.sm.sm_id = child.label
+                child.requests, child.last_exit, child.runs = cls.requests, cls.last_exit, list(cls.runs)
+                if self.inherited is not None:
+                    self.inherited(len(cls.runs))
+                self.classes.append(child)
+                return child
+        child = _SmClass(self, sub[0][0], members, inputs, cls.first_slots, t)
+        self.classes.append(child)
+        child.catch_up(t)
+        return child
 
     def _run(self) -> float:
         n_sms, num_ctas = self.num_sms, self.num_ctas
@@ -226,19 +246,11 @@ class Coordinator:
                         cls.members = [m for m, _ in sub]
                         cls.inputs.extend(next(ins for m, ins in sub if m == cls.label))
                         continue
-                    child = _SmClass(self, sub[0][0], [m for m, _ in sub], history + list(sub[0][1]),
-                                     cls.first_slots, t)
-                    self.splits += 1
-                    self.classes.append(child)
-                    if self.make_executor is not None:
-                        child.sources = {cta: lx.fork() for cta, lx in cls.logged.items()}
-                    child.catch_up(t)
+                    child = self._split(cls, sub, history, t)
                     tc = child.advance()
                     if tc is not None:
                         heapq.heappush(heap, (tc, seq, child))
                         seq += 1
-                if len(cls.members) == 1:
-                    cls.stop_recording()
                 tn = cls.advance()
                 if tn is not None:
                     heapq.heappush(heap, (tn, seq, cls))

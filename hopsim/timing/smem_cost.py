@@ -5,7 +5,8 @@ and its per-lane address array, and returns (wavefronts, ideal wavefronts) for t
 The effect lists the addresses of the executing lanes only; when fewer than 32 lanes execute,
 they are placed in the first lanes (the lane positions of inactive lanes are not in the record;
 exact for full warps, which is what the kernels use). Results are cached by address pattern:
-a kernel's loop re-issues the same few patterns.
+a kernel's loop re-issues the same few patterns. `ideal_wavefronts`: the fallback without a bank
+model (no conflicts).
 """
 
 from __future__ import annotations
@@ -53,3 +54,10 @@ def wavefronts_of(eff, _consts=None) -> tuple[int, int]:
     if len(_CACHE) < _CACHE_MAX:
         _CACHE[key] = res
     return res
+
+
+def ideal_wavefronts(eff, c) -> tuple[int, int]:
+    """Fallback bank model (no conflicts): ceil(bytes / 128) wavefronts."""
+    nbytes = max(1, eff.lanes) * max(1, eff.smem_access_bytes)
+    w = max(1, -(-nbytes // (c.banks * c.bank_bytes)))
+    return w, w

@@ -8,6 +8,9 @@ Script: per warp a list of ops
     ("wgmma", n, key, need)         one m64nNk16 wgmma; `key` fires after `need` completions
     ("arrive", key, need)           `key` fires after `need` arrivals
     ("wait", key)                   block until `key` fired
+    ("spin", key)                   test until `key` fired: one test instruction per issue, not
+                                    blocking (a spin loop: its issues depend on the timing); with
+                                    no clock bound (the zero-time tile-plan capture) it blocks
     ("fire_wait", k1, k2)           fire k1 and block on k2 in the same issue
     ("lds", wavefronts, ideal)      ld.shared costing that many wavefronts
     ("exit",)
@@ -34,6 +37,10 @@ class ScriptedExecutor:
         self.counts = {}
         self.fired_keys = set()
         self.log = shared if shared is not None else []
+        self.now = None  # the SM clock (bind_clock), read by nothing but "spin"
+
+    def bind_clock(self, now) -> None:
+        self.now = now
 
     def _count(self, key, need):
         self.counts[key] = self.counts.get(key, 0) + 1
@@ -65,6 +72,13 @@ class ScriptedExecutor:
                 return Effect(kind=Kind.WGMMA_WAIT, warp=w, count=0, blocked_on=wait, fired=fired)
             self.pc[w] += 1
             return Effect(kind=Kind.WGMMA_WAIT, warp=w, fired=fired)
+        if k == "spin":
+            if op[1] not in self.fired_keys:
+                if self.now is None:
+                    return Effect(kind=Kind.MBAR_WAIT, warp=w, count=0, blocked_on=op[1])
+                return Effect(kind=Kind.MBAR_TEST, warp=w)  # not yet: the warp tests again
+            self.pc[w] += 1
+            return Effect(kind=Kind.MBAR_TEST, warp=w)
         if k == "wait":
             if op[1] not in self.fired_keys:
                 return Effect(kind=Kind.MBAR_WAIT, warp=w, count=0, blocked_on=op[1])

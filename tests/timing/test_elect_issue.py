@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hopsim.config import load_gpu
-from hopsim.timing.sm import _elect_guarded, elected_predicates
+from hopsim.timing.opclass import elect_guarded as _elect_guarded, elected_predicates
 from hopsim.validate.calibrate import TMA_ISSUE_TWIN_BOX_CYCLES
 from hopsim.validate.micro_ir.run import gpu_at
 from hopsim.validate.micro_ir.tma import issue_run
