@@ -21,6 +21,7 @@ the executor's calls and caches what repeats every k-block (descriptor values re
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import repeat
 
 import numpy as np
 
@@ -102,7 +103,8 @@ def _global_ranges(tmap, coords) -> tuple:
             return ()
         if step == n:  # rows that touch merge (as below)
             return ((first, n * (r1 - r0)),)
-        return tuple((first + i * step, n) for i in range(r1 - r0))
+        rows = r1 - r0
+        return tuple(zip(range(first, first + rows * step, step), repeat(n, rows)))
     starts = [tmap.global_address + lo * e]  # plain ints: a box has few rows (numpy costs more here)
     for d in range(len(dims) - 1, 0, -1):
         step = strides[d - 1]

@@ -132,15 +132,8 @@ class WarpState:
         self.sreg_uni = (sreg_uni if sreg_uni is not None else
                          {k: int(v[0]) for k, v in sregs.items() if v.min() == v.max()})
         self.none = np.zeros(WARP, dtype=bool)
-        self.rows: list | None = None  # per register row: the view bits[row, lanes] (row_views)
-
-    def row_views(self, bits: np.ndarray) -> list:
-        """Views bits[row, this warp's lanes] per row (built on first use): the warp-uniform fast
-        path writes a register with view.fill(value), the same bits as bits[row, lanes] = value."""
-        rows = self.rows
-        if rows is None:
-            rows = self.rows = [bits[r, self.lanes] for r in range(bits.shape[0])]
-        return rows
+        self.rows: list = [None] * num_regs   # per register row: the view bits[row, lanes], made on
+        # first use (semantics.with_scalar writes a uniform value with view.fill: the same bits)
 
     def __deepcopy__(self, memo):
         """A copy whose row views are rebuilt on the copy's register file (a deep-copied view
@@ -148,7 +141,7 @@ class WarpState:
         new = WarpState.__new__(WarpState)
         memo[id(self)] = new
         for name in WarpState.__slots__:
-            setattr(new, name, None if name == "rows" else copy.deepcopy(getattr(self, name), memo))
+            setattr(new, name, [None] * len(self.rows) if name == "rows" else copy.deepcopy(getattr(self, name), memo))
         return new
 
 

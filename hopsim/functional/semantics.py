@@ -308,16 +308,20 @@ def with_scalar(vec_fn, getters, dst_row: int, sfn, width: int):
                 if a is not None and b is not None:
                     r = sfn(a, b) & m
                     ws.uni[dst_row] = r
-                    rows = ws.rows
-                    (rows if rows is not None else ws.row_views(ex.bits))[dst_row].fill(r)
+                    v = ws.rows[dst_row]
+                    if v is None:
+                        v = ws.rows[dst_row] = ex.bits[dst_row, ws.lanes]
+                    v.fill(r)
                     return None
             else:
                 vals = [g(ex, ws) for g in getters]
                 if None not in vals:
                     r = sfn(*vals) & m
                     ws.uni[dst_row] = r
-                    rows = ws.rows
-                    (rows if rows is not None else ws.row_views(ex.bits))[dst_row].fill(r)
+                    v = ws.rows[dst_row]
+                    if v is None:
+                        v = ws.rows[dst_row] = ex.bits[dst_row, ws.lanes]
+                    v.fill(r)
                     return None
         ws.uni[dst_row] = None
         return vec_fn(ex, ws, mask)
