@@ -28,7 +28,7 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | wgmma_fixed_latency_cycles | wgmma: median over N >= 64 (SS, f16, f32 acc, 1 wg) of latency - overhead - N/2 |
 | mbarrier_arrive_cycles | mbarrier: single_thread.arrive.cycles_per_op_minus_loop |
 | mbarrier_wakeup_cycles | mbarrier: pingpong one-way (median over warp pairs) - arrive |
-| mbarrier_try_wait_cycles | mbarrier: single_thread.try_wait_completed_phase |
+| mbarrier_try_wait_cycles | mbarrier: single_thread.try_wait_completed_phase - 6.8 cycles the model charges the twin's own instructions |
 | wgmma_sync_cycles | wgmma: median over configurations of the fence/commit/wait round with no wgmma - the 11 cycles the model charges that round's own instructions (the wait_group 0 release) |
 | wgmma_rs_fixed_latency_cycles | wgmma: median over N >= 64 (RS, f16, f32 acc, 1 wg) of latency - overhead - N/2, at least 0 |
 | wgmma_pipe_min_cycles | wgmma: median sm_cycles_per_wgmma of the RS C1 configurations with N <= 16 |
@@ -144,6 +144,10 @@ def wgmma_queue_depths(by_config: dict) -> dict[int, float]:
     return out
 
 
+MBAR_TRYWAIT_TWIN_CYCLES = 6.8
+"""Cycles per try_wait of the single-thread try_wait twin (mode 1: try_wait, selp, xor per op, the loop
+per 4) in the model beyond mbarrier_try_wait_cycles."""
+
 TMA_ISSUE_TWIN_BOX_CYCLES = 11.0
 """Cycles a box of microbench__tma_issue's IR twin (kernels/micro/tma.py tma_issue: coordinate add and
 mask, the copy's issue slot) costs in the model besides the copy's hold (its simulated issue time
@@ -232,7 +236,9 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
     arrive = float(_get(recs, "mbarrier", "single_thread", "arrive", "cycles_per_op_minus_loop"))
     out["mbarrier_arrive_cycles"] = (arrive, _src(recs, "mbarrier", "single_thread.arrive.cycles_per_op_minus_loop"))
     tw = float(_get(recs, "mbarrier", "single_thread", "try_wait_completed_phase", "cycles_per_op_minus_loop"))
-    out["mbarrier_try_wait_cycles"] = (tw, _src(recs, "mbarrier", "single_thread.try_wait_completed_phase.cycles_per_op_minus_loop"))
+    out["mbarrier_try_wait_cycles"] = (tw - MBAR_TRYWAIT_TWIN_CYCLES, _src(
+        recs, "mbarrier", f"single_thread.try_wait_completed_phase.cycles_per_op_minus_loop {tw:.2f} - the "
+                          f"{MBAR_TRYWAIT_TWIN_CYCLES:.1f} cycles per try_wait the model charges the twin's own instructions"))
     pp = _get(recs, "mbarrier", "pingpong")
     one_way = statistics.median(v["one_way_cycles"] for v in pp.values())
     out["mbarrier_wakeup_cycles"] = (one_way - arrive, _src(
