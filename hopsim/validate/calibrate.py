@@ -28,8 +28,8 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | wgmma_fixed_latency_cycles | wgmma: median over N >= 64 (SS, f16, f32 acc, 1 wg) of latency - overhead - N/2 |
 | mbarrier_arrive_cycles | mbarrier: single_thread.arrive.cycles_per_op_minus_loop |
 | mbarrier_wakeup_cycles | mbarrier: pingpong one-way (median over warp pairs) - arrive |
-| mbarrier_try_wait_cycles | mbarrier: single_thread.try_wait_completed_phase - 6.8 cycles the model charges the twin's own instructions |
-| wgmma_sync_cycles | wgmma: median over configurations of the fence/commit/wait round with no wgmma - the 11 cycles the model charges that round's own instructions (the wait_group 0 release) |
+| mbarrier_try_wait_cycles | mbarrier: single_thread.try_wait_completed_phase - 13 cycles the model charges the twin's own instructions |
+| wgmma_sync_cycles | wgmma: median over configurations of the fence/commit/wait round with no wgmma - the 20.9 cycles the model charges that round's own instructions (the wait_group 0 release) |
 | wgmma_rs_fixed_latency_cycles | wgmma: median over N >= 64 (RS, f16, f32 acc, 1 wg) of latency - overhead - N/2, at least 0 |
 | wgmma_pipe_min_cycles | wgmma: median sm_cycles_per_wgmma of the RS C1 configurations with N <= 16 |
 | wgmma_ss_operand_bytes_per_cycle | wgmma: median over the SS C1 configurations with N <= 32 of (2048 + 32 N) B / sm_cycles_per_wgmma |
@@ -144,9 +144,9 @@ def wgmma_queue_depths(by_config: dict) -> dict[int, float]:
     return out
 
 
-MBAR_TRYWAIT_TWIN_CYCLES = 6.8
+MBAR_TRYWAIT_TWIN_CYCLES = 13.0
 """Cycles per try_wait of the single-thread try_wait twin (mode 1: try_wait, selp, xor per op, the loop
-per 4) in the model beyond mbarrier_try_wait_cycles."""
+per 4, at their opcode classes: hopsim/timing/opclass.py) in the model beyond mbarrier_try_wait_cycles."""
 
 TMA_ISSUE_TWIN_BOX_CYCLES = 11.0
 """Cycles a box of microbench__tma_issue's IR twin (kernels/micro/tma.py tma_issue: coordinate add and
@@ -305,10 +305,11 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
     return out
 
 
-WGMMA_ROUND_OWN_CYCLES = 11.0
+WGMMA_ROUND_OWN_CYCLES = 20.9
 """Cycles the model charges the instructions of microbench__wgmma's empty round besides the wait's
 release (the IR twin kernels/micro/wgmma.py: loop counter, compares, two branches, fence, commit,
-wait: issue slots and ALU latency, simulated with wgmma_sync_cycles = 0), taken off the measured round
+wait: issue slots and opcode-class latencies, hopsim/timing/opclass.py, simulated with wgmma_sync_cycles = 0),
+taken off the measured round
 so the simulated empty round equals the measured one."""
 
 
