@@ -16,7 +16,7 @@ from hopsim.functional.errors import DivergentBranch, IllegalInstruction
 from hopsim.functional.simt import diverge, lanes_text
 from hopsim.functional.semantics import (
     semantics, imm_value, reader, reg_setter, scalar_getter, signed, sym_getter, uniform_bits, value_getter,
-    with_scalar,
+    with_scalar, writer,
 )
 from hopsim.functional import fround as FR
 from hopsim.functional.ops_float import float_minmax
@@ -434,8 +434,28 @@ def _cvt(ins, ctx):
         def pack(x):  # one rounding (.rn or .rz) of the f32 value; NaN -> canonical 0x7fff
             return FR.to_bits(FR.narrow(_arr(x), fmt, rnd), fmt).astype(np.uint32)
 
+        ra = ctx.row(ins.src) if isinstance(ins.src, Reg) else None
+        rb = ctx.row(ins.src2) if isinstance(ins.src2, Reg) else None
+        dst, wr, rd = ctx.row(ins.dst), writer(d), reader("f32")
+        done: dict = {}  # (a bits, b bits) -> result bits: the same function of the sources
+
         def fn(ex, ws, mask):  # a -> upper half, b -> lower half (PTX cvt.f16x2.f32 d, a, b)
-            st(ex, ws, (pack(ga(ex, ws)) << np.uint32(16)) | pack(gb(ex, ws)), mask)
+            if ra is not None and rb is not None and mask is ws.active and ws.full:
+                ua, ub = ws.uni[ra], ws.uni[rb]
+                if ua is not None and ub is not None:  # warp-uniform: one lane's result in every lane
+                    v = done.get((ua, ub))
+                    if v is None:
+                        one = (pack(rd(np.array([ua], np.uint64))) << np.uint32(16)) | pack(rd(np.array([ub], np.uint64)))
+                        if len(done) > 4096:
+                            done.clear()
+                        v = done[(ua, ub)] = int(wr(one)[0])
+                    ws.uni[dst] = v
+                    ex.bits[dst, ws.lanes] = v
+                    return None
+            vals = (pack(ga(ex, ws)) << np.uint32(16)) | pack(gb(ex, ws))
+            ws.uni[dst] = None  # (as `invalidating`; set_ sets it again for a full mask)
+            st(ex, ws, vals, mask)
+        fn.scalar_aware = True  # it maintains ws.uni of its destination itself
         return fn
     gs = value_getter(ins.src, s if s != "bf16" else "b16", ctx)
     d_float, s_float = d[0] in "fb", s[0] in "fb"

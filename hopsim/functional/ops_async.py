@@ -30,7 +30,8 @@ from hopsim.functional.checks import CHUNK
 from hopsim.functional.effect import Effect, Kind, WgmmaInfo
 from hopsim.functional.errors import IllegalInstruction
 from hopsim.functional.ops_sync import advance_bulk, advance_bulk_read, advance_groups, bulk_state, collective
-from hopsim.functional.semantics import address_getter, semantics, uniform, uniform_address, uniform_operand, value_getter
+from hopsim.functional.semantics import (address_getter, invalidating_with_values, semantics, uniform, uniform_address,
+                                         uniform_operand, value_getter)
 
 _IDS = itertools.count(1)
 
@@ -232,4 +233,4 @@ def _wgmma(ins, ctx):
 
         return Effect(kind=Kind.WGMMA, warp=ws.w, lanes=128, wgmma=info, group=group,
                       smem_bytes=info.operand_bytes, complete=complete, extra={"desc_a": desc_a, "desc_b": desc_b})
-    return collective(Kind.WGMMA, body)
+    return invalidating_with_values(collective(Kind.WGMMA, body), sorted({ctx.row(r) for r in ins.writes()}))

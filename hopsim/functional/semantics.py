@@ -351,6 +351,18 @@ def invalidating(fn, rows):
     return wrapped
 
 
+def invalidating_with_values(fn, rows):
+    """`invalidating` for an op that writes its registers only when the executor computes values
+    (wgmma's accumulators, at completion): in timing-only mode their bits do not change, so their
+    uniform values stay true (a timing-only epilogue converts them on the fast path)."""
+    inner = invalidating(fn, rows)
+
+    def wrapped(ex, ws, mask):
+        return inner(ex, ws, mask) if ex.values else fn(ex, ws, mask)
+    wrapped.scalar_aware = True
+    return wrapped
+
+
 def uniform_operand(opnd, t: str, ctx: Ctx, what: str):
     """(ex, ws, mask) -> the warp-uniform int value of an operand (scalar fast path, else checked)."""
     sg = scalar_getter(opnd, t, ctx)
