@@ -106,7 +106,8 @@ def add_counters(sm, d: dict) -> None:
 
 def _pipes(sm) -> list:
     return [*sm.sched.pipes, sm.smem.pipe, sm.tensor.pipe, sm.tma.issue_pipe, sm.tma.fill_pipe,
-            sm.memory.l2_pipe, sm.memory.hbm_pipe, sm.gst, *sm.mufu, *sm.shfl, sm.gld_lines, *sm.alu_pipes, sm.atom_smem, sm.atom_gmem]
+            sm.memory.l2_pipe, sm.memory.hbm_pipe, sm.gst, *sm.mufu, *sm.shfl, sm.gld_port, *sm.alu_pipes,
+            sm.atom_smem, sm.atom_gmem]
 
 
 def sm_state(sm, now: float) -> tuple:

@@ -11,7 +11,9 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
       st.shared/stmatrix-> SMSP issue, smem port; yield until the port took the wavefronts
       ld.global         -> coalesced into 32-B sectors / 128-B lines (one L2 request per line),
                            at most `gmem_outstanding_sectors_per_sm` sectors in flight per SM
-                           (GmemRequests), L2/HBM per line; the warp goes on after issue and its
+                           (GmemRequests), a request's further lines `gmem_line_issue_cycles`
+                           apart, through the SM's load path (`gld_bytes_per_cycle_per_sm`,
+                           FIFO), L2/HBM per line; the warp goes on after issue and its
                            destination registers are scoreboarded (below)
       st.global         -> the SM's store path (`gst_bytes_per_cycle_per_sm` of sectors, FIFO),
                            then L2 and a posted write-back to HBM; the warp goes on when its
@@ -86,6 +88,7 @@ class SM:
         self.smem.link(self.tensor, self.tma)  # the shared-memory port's clients contend (units.py)
         self.memory = memory
         self.gst = Pipe(f"SM{sm_id}.st.global", trace)  # the SM's store path to L2
+        self.gld_port = Pipe(f"SM{sm_id}.ld.global", trace)  # the SM's load path (gld_bytes_per_cycle_per_sm)
         n = self.sched.n  # one special-function and one shuffle pipe per sub-partition
         self.mufu = [Pipe(f"SM{sm_id}.SMSP{i}.MUFU", trace) for i in range(n)]
         self.shfl = [Pipe(f"SM{sm_id}.SMSP{i}.SHFL", trace) for i in range(n)]
@@ -94,7 +97,6 @@ class SM:
         self.alu_pipes = [q for row in self.op_pipes for q in row if q not in self.mufu and q not in self.shfl]
         self.atom_smem, self.atom_gmem = Pipe(f"SM{sm_id}.atom.shared", trace), Pipe(f"SM{sm_id}.atom.global", trace)
         self.gld = GmemRequests(gpu)  # ld.global sectors in flight (bound)
-        self.gld_lines = Pipe(f"SM{sm_id}.ld.global lines", trace)  # line requests leaving (gmem_line_issue_cycles)
         self.gmem_requests = 0  # ld/st.global L2 requests (128-B lines touched per warp access)
         self.gmem_sectors = 0  # 32-B sectors those requests move
         self.ctas_run = 0
@@ -148,6 +150,7 @@ class _Consts:
         self.bar_per_warp = float(t.bar_sync_per_warp_cycles.value)
         self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
         self.line_issue = float(t.gmem_line_issue_cycles.value)
+        self.gld_bw = float(t.gld_bytes_per_cycle_per_sm.value)
         self.banks = int(gpu.spec.smem_banks.value)
         self.costs = class_costs(t)  # register-only timing classes (opclass.py)
         self.atomics = atomic_costs(t)  # atom/red classes (atomics.py)
@@ -606,9 +609,11 @@ class CtaRun:
         lanes touch (ops_mem.py); each 128-B line touched is one L2 request of its sectors' bytes.
         A store leaves through the SM's store path (FIFO, `gst_bytes_per_cycle_per_sm`) and is
         written to L2 (and back to HBM, memory.py): returns when its sectors have left. A load
-        waits for room among the SM's outstanding sectors (`GmemRequests`) per line, each line
-        after the SM's load path has sent it (`gmem_line_issue_cycles` per line, FIFO per SM; 0:
-        all at issue): returns when the last line's data is back."""
+        waits for room among the SM's outstanding sectors (`GmemRequests`) per line, its j-th line
+        sent j x `gmem_line_issue_cycles` after the first (the lines of one warp request leave one
+        after another; other warps' requests are not held by them; 0: all at issue) and through
+        the SM's load path (FIFO, `gld_bytes_per_cycle_per_sm` of sectors; 0: no bound): returns
+        when the last line's data is back."""
         sm = self.sm
         mem = sm.memory
         lines = coalesce(eff.gmem_ranges)
@@ -626,12 +631,15 @@ class CtaRun:
         if planned:
             w = eff.warp
             tl = self.tiles[w]
-        line_issue = self.c.line_issue
-        for a, b in lines.items():
+        line_issue, gld_bw = self.c.line_issue, self.c.gld_bw
+        first = issued
+        for j, (a, b) in enumerate(lines.items()):
             n = b // SECTOR
             sm.gmem_sectors += n
-            if line_issue:  # the SM's load path sends one line request per line_issue cycles (FIFO)
-                issued = sm.gld_lines.reserve(issued, line_issue, "ld.global line")
+            if line_issue:  # the request's j-th line leaves j x line_issue after the first
+                issued = first + j * line_issue
+            if gld_bw:  # the SM's load path: its sector bytes, FIFO per SM
+                issued = sm.gld_port.reserve(issued, b / gld_bw, "ld.global")
             if planned:  # L2 residency decided at dispatch (partitioned mode, memo.py)
                 hit, share = self.hits.of(w, len(tl))
                 tl.append((GLINE, (a // LINE,)))

@@ -48,7 +48,10 @@ launch2 records by those of hopsim/validate/calibrate_launch.py; the shared-memo
 the register-only timing classes (alu_latency_cycles, mufu_latency_cycles, shfl_latency_cycles,
 op_<class>_latency/pipe/warp_cycles: hopsim/timing/opclass.py) from microbench__ops.json by the rules
 of hopsim/validate/calibrate_ops.py (`derive_op_fields`), the atom/red classes' fields
-(<atom|red>_<space>_<type>_*_cycles: hopsim/timing/atomics.py) by its `derive_atomic_fields`.
+(<atom|red>_<space>_<type>_*_cycles: hopsim/timing/atomics.py) by its `derive_atomic_fields`;
+the memory-bound mechanism fields (gld_bytes_per_cycle_per_sm, l2_effective_capacity_fraction and,
+replacing calibrate_gmem's all-SM rule, gmem_outstanding_sectors_per_sm) from membw/membw.jsonl by
+those of hopsim/validate/calibrate_membw.py.
 
 Not calibrated (no microbenchmark yet; they stay `assumed`/`spec` in h100_sxm.py): issue_cycles,
 bar_sync_cycles, gst_bytes_per_cycle_per_sm, op_mov_*.
@@ -66,6 +69,7 @@ from isa.errors import HopsimError
 from hopsim.validate.calibrate_gmem import derive_gmem
 from hopsim.validate.calibrate_sass import derive_sass
 from hopsim.validate.calibrate_launch import derive_launch
+from hopsim.validate.calibrate_membw import derive_membw
 from hopsim.validate.calibrate_smemport import derive_smemport
 from hopsim.validate.calibrate_ops import derive_atomic_fields, derive_op_fields
 from hopsim.timing.atomics import FIELDS as ATOM_FIELDS
@@ -351,6 +355,7 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     gpu = load_gpu(calibrated=False)
     wr = derived.get("hbm_write_bytes_per_s", (float(gpu.timing.hbm_write_bytes_per_s.value),))[0]
     derived.update(derive_launch(records_dir or RECORDS_DIR, wr, float(gpu.spec.l2_bytes.value)))
+    derived.update(derive_membw(records_dir or RECORDS_DIR, float(gpu.spec.l2_bytes.value)))  # after gmem: replaces its outstanding-sectors rule
     for field, (value, source) in derived.items():
         d = defaults[field]
         if d.unit == "cycles":  # events happen on whole cycles: latencies and costs are whole

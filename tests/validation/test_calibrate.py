@@ -44,9 +44,10 @@ def test_committed_calibration_is_what_the_records_give():
 
 
 def _copy_gmem(d: pathlib.Path) -> None:
-    """The other microbenchmark record folders: gmem/ and launch2/ (launch2__*.json only)."""
-    (d / "gmem").mkdir(exist_ok=True)
-    shutil.copy(RECORDS_DIR / "gmem" / "gmem.jsonl", d / "gmem" / "gmem.jsonl")
+    """The other microbenchmark record folders: gmem/, membw/ and launch2/ (launch2__*.json only)."""
+    for sub, name in (("gmem", "gmem.jsonl"), ("membw", "membw.jsonl")):
+        (d / sub).mkdir(exist_ok=True)
+        shutil.copy(RECORDS_DIR / sub / name, d / sub / name)
     (d / "launch2").mkdir(exist_ok=True)
     for p in (RECORDS_DIR / "launch2").glob("launch2__*.json"):
         shutil.copy(p, d / "launch2" / p.name)
@@ -94,7 +95,8 @@ def test_every_timing_number_is_sourced_and_measured_ones_name_their_record():
             continue
         assert src.startswith(("measured: microbench__", "measured: gmem/gmem.jsonl",
                                "measured: launch2/launch2__",
-                               "measured: smemport/microbench__smemport.json")), (name, src)
+                               "measured: smemport/microbench__smemport.json",
+                               "measured: membw/membw.jsonl")), (name, src)
         record = src.split("measured: ", 1)[1].split(" ", 1)[0]
         assert (RECORDS_DIR / record).exists(), (name, record)
 
@@ -150,8 +152,11 @@ def test_gmem_fields_come_from_the_gmem_records_when_present(tmp_path):
     inflight = max(r["results"]["bytes_per_cycle_per_sm"] * lat[r["params"]["where"]] for r in reads)
     copy = max(r["results"]["bytes_per_s"] for r in recs if r["group"] == "store_hbm" and r["name"].startswith("copy_"))
     read = max(r["results"]["bytes_per_s"] for r in recs if r["group"] == "read_hbm")
+    from hopsim.validate.calibrate_gmem import derive_gmem
+    assert derive_gmem(RECORDS_DIR)["gmem_outstanding_sectors_per_sm"][0] == math.ceil(inflight / 32)
     rows = {r.field: r for r in calibrate()}
-    assert rows["gmem_outstanding_sectors_per_sm"].value == math.ceil(inflight / 32)
+    # with the membw records, their one-SM rule replaces it (calibrate_membw.py)
+    assert "membw/membw.jsonl" in rows["gmem_outstanding_sectors_per_sm"].source
     x = rows["hbm_write_bytes_per_s"].value  # a copy's N read + N written bytes over the one link
     assert 2 / (1 / read + 1 / x) == pytest.approx(copy, rel=1e-9)
     assert "gmem/gmem.jsonl" in rows["hbm_write_bytes_per_s"].source
