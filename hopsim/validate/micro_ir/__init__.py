@@ -20,7 +20,7 @@ import pathlib
 from collections.abc import Callable
 
 from hopsim.validate.compare import MicroRow
-from hopsim.validate.micro_ir import clock, mem, ops, smemport, stream, sync, tma, wgmma
+from hopsim.validate.micro_ir import clock, mem, membw, ops, smemport, stream, sync, tma, wgmma
 from validation.provenance import RECORDS_DIR, load_records
 
 FAMILIES: dict[str, Callable[[dict], list[MicroRow]]] = {
@@ -30,6 +30,7 @@ FAMILIES: dict[str, Callable[[dict], list[MicroRow]]] = {
     "smemport": smemport.smemport,
     "tma_width": stream.tma_width, "tma_share": stream.tma_share, "tma_stream": stream.tma_stream_rows,
     "clock_domain": clock.clock_domain, "wgmma_chip": wgmma.wgmma_chip, "ops": ops.ops,
+    "membw": membw.membw,
 }
 """Family (record name) -> its simulate() comparison, most valuable first."""
 
@@ -52,6 +53,9 @@ def records(records_dir=None) -> dict[str, dict]:
     for sub in SUBDIRS:
         if (d / sub).is_dir():
             recs.update({r["name"]: r for r in load_records("microbench", d / sub)})
+    points = membw.membw_records(d)
+    if points:  # membw/membw.jsonl: one point per line; the family reads them all
+        recs["membw"] = {"name": "membw", "results": {"points": points}}
     return recs
 
 

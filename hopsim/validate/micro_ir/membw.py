@@ -8,8 +8,11 @@ Rows:
          L1): clock64 cycles per trip of each pass (median over warps), from the kernel's own
          clock reads. Points with more than CHAIN_MAX_WARPS warps in all are not run (one CTA per
          SM of up to 64 warps, 48 loads each: minutes without the memo, which clock reads bar).
-  sms / copyu / reuse  bytes per second of the launch (read + written bytes / simulated kernel
-         time incl. the launch overhead, as the record's CUDA-event time), run with the CTA memo.
+  sms / copyu / reuse  bytes per second of the launch (read + written bytes / time), run with the
+         CTA memo. The record's time is one CUDA-event-timed launch; the simulated one is the
+         launch's cycles less the model's launch overhead (`launch_overhead_ns`: back-to-back
+         launches in a CUDA graph) plus the event overhead the same records measure (the chain
+         points' fastest launch less their clock64 time: calibrate_membw.event_overhead_s).
 Calibration rows: those `hopsim/validate/calibrate_membw.py` reads a number from (its CAL_ROWS).
 """
 
@@ -24,7 +27,8 @@ import numpy as np
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
 from hopsim.timing.runner import simulate
-from hopsim.validate.calibrate_membw import CAL_ROWS, MEMBW_FILE
+from hopsim.timing.launch import overhead_cycles
+from hopsim.validate.calibrate_membw import CAL_ROWS, MEMBW_FILE, event_overhead_s
 from hopsim.validate.compare import MicroRow
 from hopsim.validate.micro_ir.run import gpu_at, run_kernel
 from kernels.micro.membw import mb_chain, mb_copy, mb_stream
@@ -70,12 +74,11 @@ def chain_cycles(p: dict, gpu) -> list[float]:
     return [float(statistics.median(t[:, k])) / p["trips"] for k in range(p["passes"])]
 
 
-def stream_seconds(p: dict, gpu) -> float:
-    """Simulated seconds of one sms/copyu/reuse launch (memo on: all CTAs alike)."""
+def _cycles(p: dict, gpu, rounds: int) -> int:
     grid = p["sms"] * p["ctas_per_sm"]
     vec, fp = p["vec_bytes"], p["footprint_bytes"]
     gm = GlobalMemory()
-    params = {"n": fp // vec, "rounds": p["rounds"]}
+    params = {"n": fp // vec, "rounds": rounds}
     if p["kernel"].startswith("mb_copy"):
         kern = mb_copy(vec, p["unroll"])
         params.update(src=gm.reserve("src", fp), dst=gm.reserve("dst", fp))
@@ -83,7 +86,18 @@ def stream_seconds(p: dict, gpu) -> float:
         kern = mb_stream(vec, p["unroll"])
         params.update(buf=gm.reserve("buf", fp))
     res = simulate(kern, _launch(p, params), gpu, values=False, gmem=gm, memo=True, **MODE)
-    return res.time_ms * 1e-3
+    return res.cycles - overhead_cycles(gpu, min(int(gpu.spec.num_sms.value), grid))
+
+
+def stream_seconds(p: dict, gpu, event_overhead: float = 0.0, warm: bool = False) -> float:
+    """Simulated seconds of one sms/copyu/reuse launch (memo on: all CTAs alike): its cycles less
+    the model's launch overhead, plus `event_overhead` seconds. `warm`: the footprint is in L2
+    before the launch (the sms L2 points re-read the region their untimed launch read): the
+    cycles of rounds + 1 less those of one round (a simulation starts with an empty L2)."""
+    work = _cycles(p, gpu, p["rounds"])
+    if warm:
+        work = _cycles(p, gpu, p["rounds"] + 1) - _cycles(p, gpu, 1)
+    return work / gpu.clock_hz + event_overhead
 
 
 def moved_bytes(rec: dict) -> int:
@@ -106,8 +120,9 @@ def chain_rows(rec: dict) -> list[MicroRow]:
             for k, m in enumerate(rec["results"]["passes"])]
 
 
-def stream_rows(rec: dict) -> list[MicroRow]:
-    sim = moved_bytes(rec) / stream_seconds(rec["params"], _clock(rec))
+def stream_rows(rec: dict, event_overhead: float = 0.0) -> list[MicroRow]:
+    warm = rec["family"] == "sms" and rec["params"]["where"] == "l2"
+    sim = moved_bytes(rec) / stream_seconds(rec["params"], _clock(rec), event_overhead, warm)
     field = {"sms": "gld_bytes_per_cycle_per_sm", "copyu": "gmem_outstanding_sectors_per_sm",
              "reuse": "l2_effective_capacity_fraction"}[rec["family"]]
     return [MicroRow(rec["name"], field, float(rec["results"]["bytes_per_s"]) / 1e12, sim / 1e12, unit="TB/s",
@@ -117,9 +132,10 @@ def stream_rows(rec: dict) -> list[MicroRow]:
 def membw(rec: dict, only=None) -> list[MicroRow]:
     """Every point of the membw records (`rec["results"]["points"]`) the twins run; `only`: a
     predicate on the record (e.g. one family)."""
+    over = event_overhead_s(rec["results"]["points"]) or 0.0
     rows = []
     for r in rec["results"]["points"]:
         if only is not None and not only(r):
             continue
-        rows += chain_rows(r) if r["family"] == "chain" else stream_rows(r)
+        rows += chain_rows(r) if r["family"] == "chain" else stream_rows(r, over)
     return rows
