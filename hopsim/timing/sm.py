@@ -11,9 +11,9 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
       st.shared/stmatrix-> SMSP issue, smem port; yield until the port took the wavefronts
       ld.global         -> coalesced into 32-B sectors / 128-B lines (one L2 request per line),
                            at most `gmem_outstanding_sectors_per_sm` sectors in flight per SM
-                           (GmemRequests), a request's further lines `gmem_line_issue_cycles`
-                           apart, through the SM's load path (`gld_bytes_per_cycle_per_sm`,
-                           FIFO), L2/HBM per line; the warp goes on after issue and its
+                           (GmemRequests), through the SM's load path (`gld_bytes_per_cycle_per_sm`,
+                           FIFO), L2/HBM per line, a request's further lines back
+                           `gmem_line_issue_cycles` apart; the warp goes on after issue and its
                            destination registers are scoreboarded (below)
       st.global         -> the SM's store path (`gst_bytes_per_cycle_per_sm` of sectors, FIFO),
                            then L2 and a posted write-back to HBM; the warp goes on when its
@@ -609,11 +609,11 @@ class CtaRun:
         lanes touch (ops_mem.py); each 128-B line touched is one L2 request of its sectors' bytes.
         A store leaves through the SM's store path (FIFO, `gst_bytes_per_cycle_per_sm`) and is
         written to L2 (and back to HBM, memory.py): returns when its sectors have left. A load
-        waits for room among the SM's outstanding sectors (`GmemRequests`) per line, its j-th line
-        sent j x `gmem_line_issue_cycles` after the first (the lines of one warp request leave one
-        after another; other warps' requests are not held by them; 0: all at issue) and through
-        the SM's load path (FIFO, `gld_bytes_per_cycle_per_sm` of sectors; 0: no bound): returns
-        when the last line's data is back."""
+        waits for room among the SM's outstanding sectors (`GmemRequests`) per line and goes
+        through the SM's load path (FIFO, `gld_bytes_per_cycle_per_sm` of sectors; 0: no bound);
+        the j-th line of the request is back j x `gmem_line_issue_cycles` after its data (the lines
+        of one warp request are returned one after another; other warps' requests are not held
+        by them; 0: each at its data): returns when the last line is back."""
         sm = self.sm
         mem = sm.memory
         lines = coalesce(eff.gmem_ranges)
@@ -632,12 +632,9 @@ class CtaRun:
             w = eff.warp
             tl = self.tiles[w]
         line_issue, gld_bw = self.c.line_issue, self.c.gld_bw
-        first = issued
         for j, (a, b) in enumerate(lines.items()):
             n = b // SECTOR
             sm.gmem_sectors += n
-            if line_issue:  # the request's j-th line leaves j x line_issue after the first
-                issued = first + j * line_issue
             if gld_bw:  # the SM's load path: its sector bytes, FIFO per SM
                 issued = sm.gld_port.reserve(issued, b / gld_bw, "ld.global")
             if planned:  # L2 residency decided at dispatch (partitioned mode, memo.py)
@@ -646,6 +643,8 @@ class CtaRun:
                 t, _ = mem.read(gld.admit(issued, n), ("line", a), b, hit, share)
             else:
                 t, _ = mem.read(gld.admit(issued, n), ("line", a), b)
+            if line_issue:  # the request's j-th line is back j x line_issue after its data (one line at a time)
+                t += j * line_issue
             gld.hold(t, n)
             if t > done:
                 done = t

@@ -1,5 +1,5 @@
 """Laws of the memory-bound mechanisms' config fields (issue 15; values set from micro_membw):
-`gmem_line_issue_cycles` (the lines of one warp request leave that many cycles apart),
+`gmem_line_issue_cycles` (the lines of one warp request are back that many cycles apart),
 `l2_effective_capacity_fraction` (the L2 residency holds that share of l2_bytes) and
 `sm_link_max_bytes_per_s` (one SM's L2 -> SM port cap in the partitioned mode),
 `gld_bytes_per_cycle_per_sm` (one SM's ld.global load path, FIFO). At their
@@ -56,7 +56,7 @@ def test_defaults_are_off():
 
 @pytest.mark.parametrize("stride, lines", [(4, 1), (8, 2), (128, 32)])
 def test_line_issue_delays_the_last_line_by_the_further_lines_times_the_interval(stride, lines):
-    """A warp access touching k lines: its j-th line leaves j x c after the first, so the warp's
+    """A warp access touching k lines: its j-th line is back j x c after its data, so the warp's
     load completes (k - 1) x c later than with c = 0 (a one-line request is not delayed)."""
     c = 10
     base = _strided_load(stride, GPU)
