@@ -11,9 +11,7 @@ docs/dev/EXECUTOR_API.md) and turns every returned `Effect` into exactly one Sim
       st.shared/stmatrix-> SMSP issue, smem port; yield until the port took the wavefronts
       ld.global         -> coalesced into 32-B sectors / 128-B lines (one L2 request per line),
                            at most `gmem_outstanding_sectors_per_sm` sectors in flight per SM
-                           (GmemRequests), through the SM's load path (`gld_bytes_per_cycle_per_sm`,
-                           FIFO), L2/HBM per line, a request's further lines back
-                           `gmem_line_issue_cycles` apart; the warp goes on after issue and its
+                           (GmemRequests), load path (FIFO), L2/HBM per line; the warp goes on after issue and its
                            destination registers are scoreboarded (below)
       st.global         -> the SM's store path (`gst_bytes_per_cycle_per_sm` of sectors, FIFO),
                            then L2 and a posted write-back to HBM; the warp goes on when its
@@ -87,8 +85,7 @@ class SM:
         self.tma = TmaUnit(gpu, memory, sm_id, trace, jitter)
         self.smem.link(self.tensor, self.tma)  # the shared-memory port's clients contend (units.py)
         self.memory = memory
-        self.gst = Pipe(f"SM{sm_id}.st.global", trace)  # the SM's store path to L2
-        self.gld_port = Pipe(f"SM{sm_id}.ld.global", trace)  # the SM's load path (gld_bytes_per_cycle_per_sm)
+        self.gst, self.gld_port = Pipe(f"SM{sm_id}.st.global", trace), Pipe(f"SM{sm_id}.ld.global", trace)
         n = self.sched.n  # one special-function and one shuffle pipe per sub-partition
         self.mufu = [Pipe(f"SM{sm_id}.SMSP{i}.MUFU", trace) for i in range(n)]
         self.shfl = [Pipe(f"SM{sm_id}.SMSP{i}.SHFL", trace) for i in range(n)]
@@ -149,8 +146,7 @@ class _Consts:
         self.bar_sync = float(t.bar_sync_cycles.value)
         self.bar_per_warp = float(t.bar_sync_per_warp_cycles.value)
         self.gst_bw = float(t.gst_bytes_per_cycle_per_sm.value)
-        self.line_issue = float(t.gmem_line_issue_cycles.value)
-        self.gld_bw = float(t.gld_bytes_per_cycle_per_sm.value)
+        self.line_issue, self.gld_bw = float(t.gmem_line_issue_cycles.value), float(t.gld_bytes_per_cycle_per_sm.value)
         self.banks = int(gpu.spec.smem_banks.value)
         self.costs = class_costs(t)  # register-only timing classes (opclass.py)
         self.atomics = atomic_costs(t)  # atom/red classes (atomics.py)
@@ -609,11 +605,9 @@ class CtaRun:
         lanes touch (ops_mem.py); each 128-B line touched is one L2 request of its sectors' bytes.
         A store leaves through the SM's store path (FIFO, `gst_bytes_per_cycle_per_sm`) and is
         written to L2 (and back to HBM, memory.py): returns when its sectors have left. A load
-        waits for room among the SM's outstanding sectors (`GmemRequests`) per line and goes
-        through the SM's load path (FIFO, `gld_bytes_per_cycle_per_sm` of sectors; 0: no bound);
-        the j-th line of the request is back j x `gmem_line_issue_cycles` after its data (the lines
-        of one warp request are returned one after another; other warps' requests are not held
-        by them; 0: each at its data): returns when the last line is back."""
+        waits for room among the SM's outstanding sectors (`GmemRequests`) per line, goes through the
+        SM's load path (FIFO, `gld_bytes_per_cycle_per_sm`), and its j-th line is back j x
+        `gmem_line_issue_cycles` after its data (this warp's only): returns when the last is back."""
         sm = self.sm
         mem = sm.memory
         lines = coalesce(eff.gmem_ranges)
@@ -643,8 +637,7 @@ class CtaRun:
                 t, _ = mem.read(gld.admit(issued, n), ("line", a), b, hit, share)
             else:
                 t, _ = mem.read(gld.admit(issued, n), ("line", a), b)
-            if line_issue:  # the request's j-th line is back j x line_issue after its data (one line at a time)
-                t += j * line_issue
+            t += j * line_issue  # the request's lines are returned one after another
             gld.hold(t, n)
             if t > done:
                 done = t
