@@ -305,14 +305,24 @@ def _dense_ids(hidx: np.ndarray, coords: np.ndarray) -> np.ndarray:
     span = 1
     for col in cols:
         lo, hi = int(col.min()), int(col.max())
-        radix = hi - lo + 1
+        step = int(np.gcd.reduce(col - lo)) or 1  # coordinates on a grid (a box's rows apart): its index
+        radix = (hi - lo) // step + 1
         if span * radix >= 1 << 62:  # too wide for one int64: unique rows instead
             _, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
             return inv.reshape(n, t).astype(np.int64)
-        code = code * radix + (col - lo)
+        code = code * radix + (col - lo) // step
         span *= radix
+    if span <= DENSE_TABLE_MAX:  # ranks through a table over the codes (np.unique's inverse, no sort)
+        seen = np.zeros(span, dtype=bool)
+        seen[code] = True
+        rank = np.cumsum(seen, dtype=np.int64) - 1
+        return rank[code].reshape(n, t)
     _, inv = np.unique(code, return_inverse=True)
     return inv.reshape(n, t).astype(np.int64)
+
+
+DENSE_TABLE_MAX = 1 << 22
+"""Largest code span `_dense_ids` ranks through a table (bytes: 9 x span) instead of sorting."""
 
 
 def _sorted_unique(a: np.ndarray) -> np.ndarray:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import bisect
 import random
 
+import numpy as np
 import pytest
 
+from hopsim.timing import dispatch_residency
 from hopsim.timing.memo import DispatchResidency, TilePlan
 from hopsim.timing.memory import L2Residency
 
@@ -129,3 +131,22 @@ def test_reread_distance_counts_only_the_grids_resident_ctas():
         got = [h.of(0, i) for i in range(8)]
         assert got == want[c]
         assert [g[0] for g in got[4:]] == [True] * 4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_ids_are_the_ranks_of_the_distinct_tiles(seed):
+    """Law: `_dense_ids` numbers the distinct (handle, coords) tiles 0.. in their sorted order
+    (np.unique's inverse of the tile keys), whether it ranks them through a table (coordinates
+    on a grid: a box's rows apart) or by sorting (a span too wide for the table)."""
+    rng = np.random.default_rng(seed)
+    n, t, dims = int(rng.integers(1, 40)), int(rng.integers(1, 24)), int(rng.integers(1, 4))
+    step = rng.integers(1, 129, size=dims)
+    coords = rng.integers(-6, 7, size=(n, t, dims)) * step + rng.integers(-1000, 1000, size=dims)
+    hidx = rng.integers(0, 3, size=t)
+    keys = np.concatenate([np.broadcast_to(hidx[None, :, None], (n, t, 1)), coords], axis=2).reshape(n * t, -1)
+    _, want = np.unique(keys, axis=0, return_inverse=True)
+    for table in (dispatch_residency.DENSE_TABLE_MAX, 0):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(dispatch_residency, "DENSE_TABLE_MAX", table)
+            got = dispatch_residency._dense_ids(hidx, coords)
+        assert got.dtype == np.int64 and (got.reshape(-1) == want.reshape(-1)).all()
