@@ -17,6 +17,9 @@ equal the full mode's (tests/timing/test_ir_kernels.py checks this on the test k
 
 from __future__ import annotations
 
+import functools
+import gc
+
 from hopsim.config import load_gpu
 from hopsim.functional.executor import CTAExecutor
 from hopsim.functional.gmem import GlobalMemory
@@ -54,6 +57,23 @@ def regs_per_thread_of(kernel) -> int:
     return max(16, min(255, n))
 
 
+def _rare_full_collections(fn):
+    """Run `fn` with Python's full (generation-2) collections made rarer (smclass.FULL_GC_EVERY
+    generation-1 collections apart instead of 10): a launch's tile plan, dispatch arrays, memo
+    table and executors are many long-lived objects that each full collection traverses again;
+    young objects are still collected as usual. The thresholds are restored after."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kw):
+        old = gc.get_threshold()
+        gc.set_threshold(old[0], old[1], max(old[2], smclass.FULL_GC_EVERY))
+        try:
+            return fn(*args, **kw)
+        finally:
+            gc.set_threshold(*old)
+    return wrapped
+
+
+@_rare_full_collections
 def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = False, gmem=None,
              checks: bool = True, flop_count: float | None = None, regs_per_thread: int | None = None,
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
