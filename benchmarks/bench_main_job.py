@@ -46,20 +46,21 @@ the tile plan's partial CTA runs, stores without the per-store residency swap; s
                   s5 1.42 -> 1.37, s6 1.45 -> 1.38, box8 s2 5.65 -> 6.01 (1 simulation; load rose 0.8 -> 1.5
                   between the runs), box8 elect 3.54 -> 3.50 (target 3 s: s4-s6 only)
   (the earlier rows' 23 CPU-s were at load 6-9: CPU seconds grow with the load on this machine.)
-Measured again (2-core machine at load 3-4, CPU seconds, side by side; model of 8a5b077; before =
-8a5b077 with the split-class copy reverted (b7b538d, e06ccf2, 022bc4e), after = 8a5b077 + 022bc4e:
-a split SM class goes on from a copy of its parent's state at the split (timing/fork.py) instead of
+Measured again (2-core machine at load 3-4, CPU seconds, side by side; model of 1c659d0; before =
+1c659d0 with the speed commits reverted (b7b538d, e06ccf2, 022bc4e), after = main at d9c983c: a split
+SM class goes on from a copy of its parent's state at the split (timing/fork.py) instead of
 re-running the shared history; uniform register writes through row views; the timing-only
-epilogue's cvt on the uniform path; same numbers: every JSON field of 11 clocked points (these 8,
-ws 2 consumers, 2048^2 grouped, 1024x2048x4096) identical, fingerprint 0 differing points):
-  main_job        22.8, 21.9 -> 15.5, 15.4 (idle estimate 11.2 -> 7.7 s; wall 34 -> 23 s at load 3.5)
-  clocked point   s1 4.48 -> 2.87, s2 5.34 -> 2.99, s3 5.54 -> 3.22, s4 2.40 -> 1.47, s5 1.98 -> 1.86,
-                  s6 1.59 -> 1.46, box8 s2 5.70 -> 3.97, box8 elect 4.69 -> 3.54 (target 3 s: s1, s2,
-                  s4-s6; s3 and the 8-row-box points not yet)
-What is left: the 8-row-box points spend ~1.3 s of their first simulation on the tile plan (a
+epilogue's cvt on the uniform path; dense tile ids without a sort; full garbage collections rarer
+during a launch; same numbers: every JSON field of 11 clocked points (these 8, ws 2 consumers,
+2048^2 grouped, 1024x2048x4096) identical, fingerprint 0 differing points):
+  main_job        21.5, 21.6 -> 13.9, 14.2 (idle estimate 10.8 -> 7.0 s; wall 30-33 -> 20-21.5 s at load 3-4)
+  clocked point   s1 4.31 -> 2.70, s2 5.05 -> 2.84, s3 5.30 -> 3.01, s4 2.33 -> 1.32, s5 1.94 -> 1.72,
+                  s6 1.52 -> 1.36, box8 s2 5.17 -> 3.68, box8 elect 4.39 -> 2.98 (target 3 s: all but
+                  s3 (at it) and 8-row boxes with 2 stages)
+What is left: the 8-row-box points spend ~1 s of their first simulation on the tile plan (a
 partial zero-time run of each of the 1,024 CTAs, tile_plan.TilePlan.coords_array) and the
 dispatch-time L2 walk (2M tile accesses, dispatch_residency.py); a simulation of s1-s3 costs
-~0.8-1.2 s, about 40% of it the functional executor, which each clock re-executes.
+~0.8-1.1 s, about 40% of it the functional executor, which each clock re-executes.
 """
 
 from __future__ import annotations
