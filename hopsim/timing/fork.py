@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
+import re
+import sys
 import types
 
 import simpy
@@ -88,6 +91,38 @@ def fork_class(parent, child) -> None:
             raise NotCopyable("a resumed process waits on another event than its copy (internal)")
 
 
+def yield_points(fn, names) -> dict | None:
+    """Source line of each `yield` of generator function `fn` -> the suspension point the code
+    before it set (`at = AT_X`, looked up in `names`), None for a resumed process's first yield
+    (any point); None when the source cannot be read. A yield whose line is not in the table, or
+    whose `at` is not the one its line says (a yield added without its own point), is not
+    copied (NotCopyable: the split re-runs the history)."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    table, at = {}, None
+    for i, line in enumerate(lines):
+        m = re.search(r"\bat = (?:fork\.)?(AT_\w+)", line)
+        if m:
+            at = getattr(names, m.group(1))
+        if re.match(r"\s*yield\b", line):
+            table[start + i] = at
+    return table
+
+
+_POINTS: dict = {}  # code object -> yield_points of its function
+
+
+def _check_point(gen, fn, names, at) -> None:
+    table = _POINTS.get(gen.gi_code)
+    if table is None:
+        table = _POINTS[gen.gi_code] = yield_points(fn, names) or {}
+    line = gen.gi_frame.f_lineno
+    if line not in table or (table[line] is not None and table[line] != at):
+        raise NotCopyable(f"{gen.gi_code.co_name} suspended at line {line} with point {at!r}: not a known yield")
+
+
 def _resumed(gen, memo: dict, child, parent, seen: set):
     """A generator that goes on from where `gen` is suspended, on the copies in `memo`."""
     loc = gen.gi_frame.f_locals
@@ -96,6 +131,7 @@ def _resumed(gen, memo: dict, child, parent, seen: set):
         at = loc["at"]
         if at not in _WARP_POINTS:
             raise NotCopyable(f"a warp process suspended at an unknown point {at!r}")
+        _check_point(gen, sm_mod.CtaRun._warp, sm_mod, at)
         proc = memo[id(_process_of(gen, parent))]
         state = {k: copy.deepcopy(loc.get(k), memo) for k in sm_mod.RESUME_LOCALS}
         if isinstance(state["eff"], Effect):  # its completion acts on the copied executor
@@ -104,6 +140,7 @@ def _resumed(gen, memo: dict, child, parent, seen: set):
     if gen.gi_code is type(parent)._slot.__code__:
         proc = memo[id(_process_of(gen, parent))]
         at = loc["at"]
+        _check_point(gen, type(parent)._slot, sys.modules[__name__], at)
         state = {k: copy.deepcopy(loc[k], memo) for k in ("run", "cta")} if at == AT_RUN else {}
         return target._slot(loc["slot"], resume=(at, proc._target, state))
     raise NotCopyable(f"a process of an unknown generator {gen.gi_code.co_name}")

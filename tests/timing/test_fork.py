@@ -18,7 +18,9 @@ from hopsim.cli.attention_cmd import simulate_attention
 from hopsim.functional.executor import Launch
 from hopsim.gemm_setup import setup_gemm
 from hopsim.timing import fork, smclass
+from hopsim.timing import sm as sm_mod
 from hopsim.timing.runner import simulate
+from hopsim.timing.sm import CtaRun
 from kernels.attention import AttnParams
 from kernels.gemm import build_gemm
 from kernels.params import GemmParams
@@ -81,9 +83,9 @@ def _run(monkeypatch, case: str, use_fork: bool):
         kw["fork"] = use_fork
         init(self, **kw)
 
-    def counted(parent, child):
+    def counted(parent, child):  # a copy made (NotCopyable: the split re-ran instead, not counted)
+        real_fork(parent, child)
         forks.append(child.label)
-        return real_fork(parent, child)
 
     with monkeypatch.context() as m:
         m.setattr(smclass.Coordinator, "__init__", coordinator)
@@ -113,3 +115,16 @@ def test_forked_split_equals_rerun(monkeypatch, case):
     assert new.extra == old.extra
     assert new.roles == old.roles
     assert new.busy == old.busy
+
+
+def test_every_yield_of_a_copied_process_names_its_point():
+    """fork.py resumes a copied process from the suspension point its frame holds (`at`): every
+    yield of the warp and slot processes must be preceded by its own `at = AT_...` (a yield added
+    without one would resume at the previous point's code); the first yield of a resumed process
+    is the only one without (it stands for any point)."""
+    for fn, names in ((CtaRun._warp, sm_mod), (smclass._SmClass._slot, fork)):
+        table = fork.yield_points(fn, names)
+        assert table, fn
+        assert list(table.values()).count(None) == 1, (fn, table)
+        points = [v for v in table.values() if v is not None]
+        assert len(points) == len(table) - 1
