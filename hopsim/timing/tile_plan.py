@@ -19,12 +19,27 @@ from collections import deque
 
 import numpy as np
 
+from hopsim import HopsimError
 from hopsim.functional.effect import Kind
 from hopsim.functional.executor import CTAExecutor
 from hopsim.timing.memory import GLINE, LINE, coalesce
 
 
-def capture_tiles(ex, stop=None, favour=None) -> list[list]:
+#: Issues one warp may make in one turn of the zero-time capture without blocking. A warp past it
+#: is spinning (e.g. an mbarrier.test_wait poll loop, which never blocks): its turn ends, and a
+#: round in which every other warp is blocked completes the oldest pending async op, as when all
+#: warps are blocked. (No GEMM or memory-bound warp of the fingerprint issues this many in a row.)
+SPIN_ISSUES = 4096
+#: Issues of one CTA's zero-time capture in all; past it the capture stops (`CaptureLimit`): no
+#: tile plan, the CTAs are simulated in detail, where the cycle caps report a livelock.
+CAPTURE_ISSUES = 1 << 22
+
+
+class CaptureLimit(HopsimError):
+    """A CTA's zero-time capture issued more than CAPTURE_ISSUES (a spin that nothing ends)."""
+
+
+def capture_tiles(ex, stop=None, favour=None, budget: int | None = None) -> list[list]:
     """Run one CTA executor in zero time; return its TMA-load (tile key, bytes) per warp, with
     the 128-B lines of its ld.global as tiles (GLINE, (line,)) in issue order.
 
@@ -36,25 +51,36 @@ def capture_tiles(ex, stop=None, favour=None) -> list[list]:
     is not executed; a warp's values do not depend on the interleaving (and the plan is checked
     against every CTA simulated in detail). (One issue: a run of register-only ALU instructions,
     which touch nothing another warp reads, or one other.) A warp blocked on an event that has not
-    fired is not asked (its issue() would change nothing).
+    fired is not asked (its issue() would change nothing). A warp that issues SPIN_ISSUES in one
+    turn without blocking counts as blocked for that round (a spin-wait); more than `budget`
+    issues in all raise `CaptureLimit`.
     """
     tiles: list[list] = [[] for _ in range(ex.num_warps)]
     pending: deque = deque()
     live = list(range(ex.num_warps))
     warps, ready = (ex.warps, ex.is_ready) if isinstance(ex, CTAExecutor) else (None, None)
+    issued, budget = 0, CAPTURE_ISSUES if budget is None else budget
     while live:
-        progressed = False
+        progressed = spun = False
         groups = (((live, False),) if favour is None else
                   (([w for w in live if w in favour], False), ([w for w in live if w not in favour], True)))
         for group, once in groups:
             for w in group:
                 if warps is not None and warps[w].block is not None and not ready(warps[w].block[0]):
                     continue
+                turn, spin = 0, False
                 while True:
+                    if turn == SPIN_ISSUES:  # a spin: the warp counts as blocked this round
+                        spin = True
+                        break
                     eff = ex.issue(w, 256)
                     if eff.blocked_on is not None:
                         break
-                    progressed = True
+                    turn += 1
+                    issued += 1
+                    if issued > budget:
+                        raise CaptureLimit(f"CTA {getattr(ex, 'cta_linear', '?')}: the zero-time tile capture "
+                                           f"issued more than {budget} instructions (a spin that nothing ends)")
                     if eff.kind == Kind.TMA_LOAD:
                         tiles[w].append((eff.tile_key, eff.gmem_bytes))
                         if stop is not None and stop(tiles):
@@ -68,12 +94,15 @@ def capture_tiles(ex, stop=None, favour=None) -> list[list]:
                         break
                     if once:
                         break
+                spun = spun or spin
+                progressed = progressed or (turn > 0 and not spin)
             if progressed:
                 break
         if not progressed:
-            if not pending:
+            if pending:
+                pending.popleft().complete()
+            elif not spun:
                 raise ex.deadlock_error()
-            pending.popleft().complete()
     while pending:
         pending.popleft().complete()
     return tiles
@@ -81,9 +110,13 @@ def capture_tiles(ex, stop=None, favour=None) -> list[list]:
 
 def _keys(make_executor, cta: int) -> list | None:
     """A CTA's TMA tiles per warp as (handle, coords, nbytes), from a full zero-time run; None
-    when a tile key is not (handle, integer coords) or lanes diverged (paths may differ by CTA)."""
+    when a tile key is not (handle, integer coords), lanes diverged (paths may differ by CTA) or
+    the run passed CAPTURE_ISSUES (`CaptureLimit`)."""
     ex = make_executor(cta)
-    raw = capture_tiles(ex)
+    try:
+        raw = capture_tiles(ex)
+    except CaptureLimit:  # a spin nothing ends: no plan; the detailed simulation's caps report it
+        return None
     if getattr(ex, "divergences", 0):  # lanes' paths may differ between CTAs: no plan, no memo
         return None
     out = []
