@@ -57,6 +57,13 @@ during a launch; same numbers: every JSON field of 11 clocked points (these 8, w
   clocked point   s1 4.31 -> 2.70, s2 5.05 -> 2.84, s3 5.30 -> 3.01, s4 2.33 -> 1.32, s5 1.94 -> 1.72,
                   s6 1.52 -> 1.36, box8 s2 5.17 -> 3.68, box8 elect 4.39 -> 2.98 (target 3 s: all but
                   s3 (at it) and 8-row boxes with 2 stages)
+Measured again (2-core machine near idle, load 0.4-0.7, CPU seconds; main 6980480, the tile-plan
+capture bounded on spin-waits (no speed change: box8 s2 3.44/3.60 -> 3.42/3.57, elect 2.59/2.65 ->
+2.59/2.60 side by side against 6f5e12c); same numbers):
+  main_job        13.5 CPU-s, wall 7.63 s at load 0.7 (idle estimate 6.75 s; target 8 s: met)
+  clocked point   s1 2.67, s2 2.77, s3 2.99, s4 1.22, s5 1.64, s6 1.23, box8 s2 3.42-3.57 (one simulation:
+                  the clock solve's boost is within the limits), box8 elect 2.59-2.73 (target 3 s: all
+                  but 8-row boxes with 2 stages)
 What is left: the 8-row-box points spend ~1 s of their first simulation on the tile plan (a
 partial zero-time run of each of the 1,024 CTAs, tile_plan.TilePlan.coords_array) and the
 dispatch-time L2 walk (2M tile accesses, dispatch_residency.py); a simulation of s1-s3 costs
