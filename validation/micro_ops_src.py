@@ -15,7 +15,7 @@ after (after a __syncthreads, so all warps start together). Each whole chain is 
 `asm volatile` block so neither NVVM nor ptxas may drop or merge steps across blocks; ops that an
 optimiser could fold (max/min with the same operand, vote of a vote) alternate operands or negate
 the predicate so that no two consecutive steps simplify; the SASS of every timed loop is checked
-by tests/test_micro_ops.py against the committed opcode counts (validation/micro_ops_sass.json).
+by tests/validation/test_micro_ops.py (cuobjdump of the compiled .cu: one op per step, nothing folded).
 
 Memory ops: `mode` 0 = distinct addresses (each lane and chain its own 4-byte word: conflict-free
 shared banks, one 128-B line per warp and chain in global), 1 = the same word for every lane,

@@ -41,6 +41,7 @@ from validation.provenance import RECORDS_DIR, load_records
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REPORT_DIR = ROOT / "validation" / "reports" / "h100"
+REPORT_REL = "validation/reports/h100"  # as the README names it
 DOCS = ("README.md", "docs/guide/pipeline-depth.md", "docs/guide/validating.md",
         "docs/guide/bank-conflicts.md", "docs/guide/power-model.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) \(python3 -m hopsim\.validate\.docs_numbers\) -->\n)"
@@ -275,7 +276,7 @@ def _sweep_set_line(folder: pathlib.Path, words: str) -> str | None:
     s, m = d["summary"], d["summary"]["metrics"]
     tp, tm = s["time_at_predicted_clock"], s["time_at_measured_clock"]
     return (
-        f"Held out, {words} (`validation/reports/h100/{folder.name}/`, model `{d['model_fingerprint'][:12]}`): "
+        f"Held out, {words} (`{REPORT_REL}/{folder.name}/`, model `{d['model_fingerprint'][:12]}`): "
         f"{s['n_simulated']} GEMM benchmark loops (18 one-knob sweeps + single points) never simulated "
         f"before; time MAPE {_pct(tp)} at the predicted clock (worst {tp['worst_pct']:+.0f}%, "
         f"{tp['within_10pct']} within 10%), {_pct(tm)} at the measured clock (worst {tm['worst_pct']:+.0f}%); "
@@ -292,7 +293,7 @@ def _portfolio_line(folder: pathlib.Path, words: str) -> str | None:
         return None
     d = json.loads(p.read_text())
     st = d["summary"]["all, at the predicted clock"]
-    return (f"Held out, issue 15 (`validation/reports/h100/{folder.name}/`, model `{d['model_fingerprint'][:12]}`): "
+    return (f"Held out, issue 15 (`{REPORT_REL}/{folder.name}/`, model `{d['model_fingerprint'][:12]}`): "
             f"{st['n']} {words}: time MAPE {_pct(st)}, worst {st['worst_pct']:+.0f}%, "
             f"{st['within_10pct']} within 10%.\n")
 
