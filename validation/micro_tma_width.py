@@ -2,6 +2,7 @@
 
     python3 -m validation.micro_tma_width --out DIR                 # GPU machine: tma_width record
     python3 -m validation.micro_tma_width --out DIR --suite share   # GPU machine: tma_share record
+    python3 -m validation.micro_tma_width --out DIR --suite stagger # GPU machine: tma_stagger record
 
 Why: in the GEMM records, 32B and 64B swizzles (box rows of 32 / 64 bytes) are 1.5-3x slower than
 128B while wgmma throughput does not depend on the swizzle (microbench__wgmma_swizzle.json). This
@@ -72,7 +73,7 @@ def run(out: pathlib.Path) -> pathlib.Path:
                     per_cta = rounds * k
                     times = cp.zeros(4 * grid, dtype=cp.int64)
                     args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow),
-                            np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(1))
+                            np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(1), np.int32(0))
                     smem = 1024 + 2 * k * box_bytes
                     fn((grid,), (32,), args, shared_mem=smem)  # warm
                     per, clk = [], []
@@ -120,8 +121,19 @@ def _share_configs(nsm: int) -> list[tuple[int, int, int, int]]:
     return cfg
 
 
-def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pathlib.Path:
-    """The `share` suite: L2 -> SM TMA rate when g SMs read the same boxes (see module doc)."""
+def _stagger_configs(nsm: int) -> list[tuple[int, int, int, int, int]]:
+    """(w elements, rows, share group g, grid, lag boxes) of the `stagger` suite: request-bound
+    narrow boxes (32-B and 64-B rows) and byte-bound wide ones (128-B rows), each alone (g = 1)
+    and shared by 8 SMs whose members run 0..128 boxes apart in the sequence."""
+    cfg = []
+    for w, r in ((16, 64), (32, 64), (64, 128)):
+        cfg += [(w, r, 1, nsm, 0)] + [(w, r, 8, nsm, lag) for lag in (0, 1, 2, 4, 8, 32, 128)]
+    return cfg
+
+
+def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5, stagger: bool = False) -> pathlib.Path:
+    """The `share` suite: L2 -> SM TMA rate when g SMs read the same boxes (see module doc);
+    `stagger`: the same with the group's members `lag` boxes apart (record tma_stagger)."""
     import cupy as cp
 
 
@@ -133,7 +145,8 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> p
     buf = cp.random.randint(0, 2 ** 15, size=rows_total * COLS, dtype=cp.int32).astype(cp.uint16)
     maps: dict[tuple[int, int], object] = {}
     results = {}
-    for w, r, share, grid in _share_configs(nsm):
+    configs = _stagger_configs(nsm) if stagger else [(*c, 0) for c in _share_configs(nsm)]
+    for w, r, share, grid, lag in configs:
         if (w, r) not in maps:
             maps[(w, r)] = _as_param(encode_tensor_map("f16", buf.data.ptr, [COLS, rows_total], [COLS * 2],
                                                        [w, r], SWZ[w]))
@@ -144,7 +157,8 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> p
         per_cta = rounds * k
         times = cp.zeros(4 * grid, dtype=cp.int64)
         args = (maps[(w, r)], np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow),
-                np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(share))
+                np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(share),
+                np.int32(lag))
         smem = 1024 + 2 * k * box_bytes
         fn((grid,), (32,), args, shared_mem=smem)  # warm
         per, clk, slow, chip, skew = [], [], [], [], []
@@ -164,7 +178,7 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> p
             raise RuntimeError(f"tma_width_stream timed out (w{2 * w}B r{r} g{share} sms{grid})")
         cyc, mhz = statistics.median(per), statistics.median(clk)
         bpc = per_cta * box_bytes / cyc
-        name = f"L2,w{2 * w}B,r{r},g{share},sms{grid}"
+        name = f"L2,w{2 * w}B,r{r},g{share},sms{grid}" + (f",lag{lag}" if stagger else "")
         results[name] = {
             "cycles_per_box": cyc / per_cta,
             "bytes_per_cycle_per_sm": bpc,
@@ -172,6 +186,7 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> p
             "box_bytes": box_bytes,
             "sm_clock_mhz": mhz,
             "share_group": share,
+            "lag_boxes": lag,
             "groups": ngrp,
             "boxes_per_round": k,
             "boxes_per_cta": per_cta,
@@ -183,6 +198,21 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> p
         print(f"{name}: {cyc / per_cta:.1f} cyc/box, {bpc:.2f} B/cyc/SM, {per_cta * r / cyc:.3f} rows/cyc/SM, "
               f"chip {bpc * grid * mhz / 1e6:.2f} TB/s (wall {statistics.median(chip):.2f}), "
               f"skew {statistics.median(skew):.0f} ns at {mhz:.0f} MHz", flush=True)
+    if stagger:
+        payload = {
+            "measures": ["L2 -> SM TMA rate when g SMs read the same boxes lag boxes apart in time"],
+            "results": results,
+            "method": ("as microbench__tma_share.json (1 thread per CTA, 1 CTA per SM, ~4 MB of boxes {W, R} "
+                       "of an 8 MB L2-resident f16 map per CTA, 2 rounds of k boxes in flight), but member j "
+                       "of each group of g = 8 consecutive CTAs reads the group's box sequence j x lag boxes "
+                       "ahead of member 0 (the sequence wraps), so the 8 SMs fetch each box lag x cycles_per_box "
+                       "apart instead of together; g = 1 rows: every SM its own boxes. clock64 span per CTA, "
+                       "median over CTAs and 5 launches after a warm-up."),
+            "units": {"cycles_per_box": "SM cycles", "bytes_per_cycle_per_sm": "B per SM cycle (median CTA)",
+                      "rows_per_cycle_per_sm": "box rows per SM cycle", "sm_clock_mhz": "MHz",
+                      "lag_boxes": "boxes", "chip_tb_per_s": "TB/s (1e12 B/s)"},
+        }
+        return write_record("microbench", "tma_stagger", payload, device_provenance(), out)
     payload = {
         "measures": ["L2 -> SM bandwidth of TMA loads shared by g SMs"],
         "results": results,
@@ -205,10 +235,11 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> p
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=pathlib.Path, required=True)
-    ap.add_argument("--suite", choices=("width", "share"), default="width",
-                    help="width: box shapes, L2 and HBM (tma_width record); share: g SMs read the same boxes")
+    ap.add_argument("--suite", choices=("width", "share", "stagger"), default="width",
+                    help="width: box shapes, L2 and HBM (tma_width record); share: g SMs read the same boxes; "
+                         "stagger: the same, the g SMs lag boxes apart (tma_stagger record)")
     args = ap.parse_args(argv)
-    print(run(args.out) if args.suite == "width" else run_share(args.out))
+    print(run(args.out) if args.suite == "width" else run_share(args.out, stagger=args.suite == "stagger"))
     return 0
 
 

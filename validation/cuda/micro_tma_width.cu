@@ -9,7 +9,9 @@
 // as the CTAs of a GEMM that read one A or B tile; share = 1 gives every CTA its own boxes
 // (g = cta + b * grid). W x R the box (W = 16/32/64 elements = 32/64/128-B rows, swizzle = row
 // width, set by the host). Consecutive boxes walk the column chunks of a row block as a GEMM
-// k-loop does for one operand.
+// k-loop does for one operand. `lag` (stagger suite): member j of a group reads the group's
+// sequence j x lag boxes ahead of member 0, so the members fetch the same box lag x (cycles per
+// box) apart in time instead of together (lag 0: together, as before).
 // times[4*cta + {0..3}] = clock64 start, end, %globaltimer start, end.
 #include <cuda.h>
 #include <stdint.h>
@@ -42,7 +44,7 @@ __device__ __forceinline__ bool wait_parity(uint32_t bar, uint32_t parity, int* 
 extern "C" __global__ void __launch_bounds__(32, 1)
     tma_width_stream(const __grid_constant__ CUtensorMap map, int ncol, int lncol, int nrow, int w,
                      int r, int rounds, int k, long long* __restrict__ times, int* __restrict__ flag,
-                     int share) {
+                     int share, int lag) {
   // Two groups of k smem slots, one mbarrier per group: round q issues k boxes back to back into
   // group q % 2 (one arrive.expect_tx of k boxes), after waiting for that group's previous round.
   extern __shared__ __align__(16) uint8_t smem[];
@@ -52,6 +54,7 @@ extern "C" __global__ void __launch_bounds__(32, 1)
   if (threadIdx.x != 0) return;
   const int sh = share > 0 ? share : 1;
   const int grp = blockIdx.x / sh, ngrp = (gridDim.x + sh - 1) / sh;  // once, outside the loop
+  const int lead = (blockIdx.x % sh) * lag;  // member j of a group runs j x lag boxes ahead in the sequence
   for (int s = 0; s < 2; ++s)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -65,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(32, 1)
     if (q >= 2 && !wait_parity(bar, ((q / 2) - 1) & 1, flag)) return;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(k * box_bytes) : "memory");
     for (int j = 0; j < k; ++j, ++box) {
-      const int g = grp + box * ngrp;
+      const int g = grp + (box + lead) * ngrp;
       const int c0 = (g & (ncol - 1)) * w, c1 = ((g >> lncol) & (nrow - 1)) * r;
       asm volatile(
           "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
