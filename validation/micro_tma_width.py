@@ -3,6 +3,7 @@
     python3 -m validation.micro_tma_width --out DIR                 # GPU machine: tma_width record
     python3 -m validation.micro_tma_width --out DIR --suite share   # GPU machine: tma_share record
     python3 -m validation.micro_tma_width --out DIR --suite stagger # GPU machine: tma_stagger record
+    python3 -m validation.micro_tma_width --out DIR --suite gemm    # GPU machine: tma_gemm record
 
 Why: in the GEMM records, 32B and 64B swizzles (box rows of 32 / 64 bytes) are 1.5-3x slower than
 128B while wgmma throughput does not depend on the swizzle (microbench__wgmma_swizzle.json). This
@@ -232,13 +233,99 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5, stag
     return write_record("microbench", "tma_share", payload, device_provenance(), out)
 
 
+def run_gemm(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pathlib.Path:
+    """The `gemm` suite (record tma_gemm): the load side of a GEMM mainloop on a 12 x 11 grid of
+    one CTA per SM (kernel tma_gemm_stream: each A box read by the 11 CTAs of a grid row, each B
+    box by the 12 of a grid column, row raster, no math), box rows 128, 32/64/128-B rows, with and
+    without a spin of `delay` cycles after each round; and the `width` stream of distinct boxes
+    (every SM its own, tma_width_stream share 1) on the same tensor as the control."""
+    import cupy as cp
+
+    out.mkdir(parents=True, exist_ok=True)
+    cubin = out / "micro_tma_width.cubin"
+    nvcc_cubin(SRC, cubin, NVCC_O3)
+    mod = cp.RawModule(path=str(cubin))
+    fns = {name: mod.get_function(name) for name in ("tma_gemm_stream", "tma_width_stream")}
+    for fn in fns.values():
+        fn.max_dynamic_shared_size_bytes = 200 * 1024
+    nsm = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
+    gm, gn = 12, nsm // 12
+    grid = gm * gn
+    flag = cp.zeros(1, dtype=cp.int32)
+    r = 128
+    rows_total = 2048  # 16 MB at 8 KB pitch: L2-resident; A blocks 0..gm-1, B blocks gm..gm+gn-1
+    assert (gm + gn) * r <= rows_total
+    buf = cp.random.randint(0, 2 ** 15, size=rows_total * COLS, dtype=cp.int32).astype(cp.uint16)
+    results = {}
+    for w in (16, 32, 64):
+        tmap = _as_param(encode_tensor_map("f16", buf.data.ptr, [COLS, rows_total], [COLS * 2], [w, r], SWZ[w]))
+        ncol, nrow = COLS // w, rows_total // r
+        box_bytes = 2 * w * r
+        k = max(2, min(8, (48 * 1024) // box_bytes)) // 2 * 2  # whole k steps (A + B) per round
+        rounds = max(16, int(per_cta_bytes / (k * box_bytes)))
+        per_cta = rounds * k
+        for kind, delay in (("gemm", 0), ("gemm", 1000), ("distinct", 0)):
+            times = cp.zeros(4 * grid, dtype=cp.int64)
+            if kind == "gemm":
+                fn, g = fns["tma_gemm_stream"], grid
+                args = (tmap, np.int32(ncol), np.int32(gm), np.int32(gn), np.int32(w), np.int32(r),
+                        np.int32(rounds), np.int32(k), times, flag, np.int32(delay))
+            else:
+                fn, g = fns["tma_width_stream"], grid
+                args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow), np.int32(w),
+                        np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(1), np.int32(0))
+            smem = 1024 + 2 * k * box_bytes
+            fn((g,), (32,), args, shared_mem=smem)  # warm
+            per, clk = [], []
+            for _ in range(reps):
+                fn((g,), (32,), args, shared_mem=smem)
+                cp.cuda.Device().synchronize()
+                t = cp.asnumpy(times).reshape(g, 4)
+                span = (t[:, 1] - t[:, 0]).astype(float)
+                per.append(float(np.median(span)))
+                clk.append(float(np.median(span / np.maximum(t[:, 3] - t[:, 2], 1) * 1e3)))
+            if int(flag.get()[0]):
+                raise RuntimeError(f"tma gemm stream timed out (w{2 * w}B {kind} delay {delay})")
+            cyc, mhz = statistics.median(per), statistics.median(clk)
+            name = f"L2,w{2 * w}B,r{r},{kind},delay{delay},sms{g}"
+            results[name] = {
+                "cycles_per_box": cyc / per_cta,
+                "bytes_per_cycle_per_sm": per_cta * box_bytes / cyc,
+                "rows_per_cycle_per_sm": per_cta * r / cyc,
+                "chip_rows_per_cycle": per_cta * r / cyc * g,
+                "box_bytes": box_bytes, "boxes_per_round": k, "boxes_per_cta": per_cta,
+                "delay_cycles_per_round": delay, "grid": [gm, gn] if kind == "gemm" else [g, 1],
+                "sm_clock_mhz": mhz,
+            }
+            print(f"{name}: {cyc / per_cta:.1f} cyc/box, {per_cta * box_bytes / cyc:.2f} B/cyc/SM, "
+                  f"{per_cta * r / cyc:.3f} rows/cyc/SM ({per_cta * r / cyc * g:.1f} chip) at {mhz:.0f} MHz", flush=True)
+    payload = {
+        "measures": ["L2 -> SM TMA rate of a GEMM mainloop's loads (A boxes shared by a grid row, B by a grid column)"],
+        "results": results,
+        "method": (f"1 thread per CTA, {grid} CTAs (1 per SM) as a {gm} x {gn} grid in row raster; per k step one "
+                   "box {W, 128} of A's row block (grid row) and one of B's (grid column) of a 16 MB L2-resident "
+                   "f16 map with 8 KB row pitch, k steps walking the column chunks; rounds of k boxes on one "
+                   "mbarrier, 2 rounds in flight, ~4 MB per CTA; delay: a clock64 spin after each round; "
+                   "'distinct': tma_width_stream with every SM its own boxes on the same map. clock64 span per "
+                   "CTA, median over CTAs and 5 launches after a warm-up."),
+        "units": {"cycles_per_box": "SM cycles", "bytes_per_cycle_per_sm": "B per SM cycle (median CTA)",
+                  "rows_per_cycle_per_sm": "box rows per SM cycle", "chip_rows_per_cycle": "box rows per SM cycle x SMs",
+                  "delay_cycles_per_round": "SM cycles", "sm_clock_mhz": "MHz"},
+    }
+    return write_record("microbench", "tma_gemm", payload, device_provenance(), out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=pathlib.Path, required=True)
-    ap.add_argument("--suite", choices=("width", "share", "stagger"), default="width",
+    ap.add_argument("--suite", choices=("width", "share", "stagger", "gemm"), default="width",
                     help="width: box shapes, L2 and HBM (tma_width record); share: g SMs read the same boxes; "
-                         "stagger: the same, the g SMs lag boxes apart (tma_stagger record)")
+                         "stagger: the same, the g SMs lag boxes apart (tma_stagger record); "
+                         "gemm: a GEMM mainloop's load pattern (tma_gemm record)")
     args = ap.parse_args(argv)
+    if args.suite == "gemm":
+        print(run_gemm(args.out))
+        return 0
     print(run(args.out) if args.suite == "width" else run_share(args.out, stagger=args.suite == "stagger"))
     return 0
 

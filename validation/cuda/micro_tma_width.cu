@@ -84,3 +84,53 @@ extern "C" __global__ void __launch_bounds__(32, 1)
   times[4 * blockIdx.x + 2] = static_cast<long long>(g0);
   times[4 * blockIdx.x + 3] = static_cast<long long>(g1);
 }
+
+// tma_gemm_stream: the load side of a GEMM mainloop without the math. CTA c of a gm x gn grid
+// (row raster: c = mi * gn + ni) streams, per k step, one box of A's row block mi (tensor rows
+// [mi * r, mi * r + r)) and one of B's row block ni (rows [(gm + ni) * r, ...)), the k steps
+// walking the column chunks of the rows as the k-loop does: so each A box is read by the gn CTAs
+// of one grid row and each B box by the gm CTAs of one grid column, as in a GEMM (no multicast),
+// in rounds of k boxes on one mbarrier, two rounds in flight. `delay`: cycles the thread spins
+// after issuing each round (0: the loads alone).
+extern "C" __global__ void __launch_bounds__(32, 1)
+    tma_gemm_stream(const __grid_constant__ CUtensorMap map, int ncol, int gm, int gn, int w, int r,
+                    int rounds, int k, long long* __restrict__ times, int* __restrict__ flag, int delay) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ __align__(8) uint64_t bars[2];
+  const uint32_t base = (s32(smem) + 1023u) & ~1023u;
+  const uint32_t box_bytes = 2u * w * r;
+  if (threadIdx.x != 0) return;
+  const int mi = blockIdx.x / gn, ni = blockIdx.x % gn;  // once, outside the loop
+  const int rowa = mi * r, rowb = (gm + ni) * r;
+  for (int s = 0; s < 2; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("prefetch.tensormap [%0];" ::"l"(&map) : "memory");
+  const long long t0 = clock64();
+  const uint64_t g0 = gtimer();
+  int box = 0;
+  for (int q = 0; q < rounds; ++q) {
+    const int half = q & 1;
+    const uint32_t bar = s32(&bars[half]);
+    if (q >= 2 && !wait_parity(bar, ((q / 2) - 1) & 1, flag)) return;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(k * box_bytes) : "memory");
+    for (int j = 0; j < k; ++j, ++box) {
+      const int c0 = ((box >> 1) & (ncol - 1)) * w, c1 = (box & 1) ? rowb : rowa;
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+          ::"r"(base + (half * k + j) * box_bytes), "l"(&map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+    }
+    if (delay > 0) {
+      const long long s = clock64();
+      while (clock64() - s < delay) {}
+    }
+  }
+  for (int q = (rounds > 2 ? rounds - 2 : 0); q < rounds; ++q)
+    if (!wait_parity(s32(&bars[q & 1]), (q / 2) & 1, flag)) return;
+  const long long t1 = clock64();
+  const uint64_t g1 = gtimer();
+  times[4 * blockIdx.x + 0] = t0;
+  times[4 * blockIdx.x + 1] = t1;
+  times[4 * blockIdx.x + 2] = static_cast<long long>(g0);
+  times[4 * blockIdx.x + 3] = static_cast<long long>(g1);
+}
