@@ -253,7 +253,7 @@ def run_gemm(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pa
     grid = gm * gn
     flag = cp.zeros(1, dtype=cp.int32)
     r = 128
-    rows_total = 2048  # 16 MB at 8 KB pitch: L2-resident; A blocks 0..gm-1, B blocks gm..gm+gn-1
+    rows_total = 3072  # 24 MB at 8 KB pitch: L2-resident; A blocks 0..gm-1, B blocks gm..gm+gn-1
     assert (gm + gn) * r <= rows_total
     buf = cp.random.randint(0, 2 ** 15, size=rows_total * COLS, dtype=cp.int32).astype(cp.uint16)
     results = {}
@@ -303,7 +303,7 @@ def run_gemm(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pa
         "measures": ["L2 -> SM TMA rate of a GEMM mainloop's loads (A boxes shared by a grid row, B by a grid column)"],
         "results": results,
         "method": (f"1 thread per CTA, {grid} CTAs (1 per SM) as a {gm} x {gn} grid in row raster; per k step one "
-                   "box {W, 128} of A's row block (grid row) and one of B's (grid column) of a 16 MB L2-resident "
+                   "box {W, 128} of A's row block (grid row) and one of B's (grid column) of a 24 MB L2-resident "
                    "f16 map with 8 KB row pitch, k steps walking the column chunks; rounds of k boxes on one "
                    "mbarrier, 2 rounds in flight, ~4 MB per CTA; delay: a clock64 spin after each round; "
                    "'distinct': tma_width_stream with every SM its own boxes on the same map. clock64 span per "
