@@ -272,7 +272,7 @@ def run_gemm(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pa
                         np.int32(rounds), np.int32(k), times, flag, np.int32(delay))
             else:
                 fn, g = fns["tma_width_stream"], grid
-                args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow), np.int32(w),
+                args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(1 << (nrow.bit_length() - 1)), np.int32(w),
                         np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(1), np.int32(0))
             smem = 1024 + 2 * k * box_bytes
             fn((g,), (32,), args, shared_mem=smem)  # warm
