@@ -15,6 +15,11 @@ Model (what it does):
   from L2 once and delivered to each (`timing.l2_delivery_bytes_per_s` bounds the delivery;
   microbench__tma_share.json: 7.7-8 TB/s of distinct data, up to ~20 TB/s delivered when 4+ SMs
   read the same boxes). The shared mode charges every read as distinct (not modelled there).
+- **Sharing is partial**: a read's share 1/r of the L2 bytes and requests is kept in part
+  (`timing.l2_share_bytes_merge`, `timing.l2_share_requests_merge`): the L2 serves a box once
+  for SMs that request it together (microbench__tma_share, __tma_stagger: the gain fades once the
+  readers are ~1,000-2,000 cycles apart), and a GEMM's load pattern keeps only part of that gain
+  (microbench__tma_gemm). The HBM fetch of a merged miss stays 1/r (the tile comes from HBM once).
 - **Requests**: the L2 also has a request rate (`timing.l2_requests_per_s`); a TMA box makes one
   request per row, so narrow boxes (32B/64B swizzle) are request-bound, wide ones byte-bound.
 - **Latency**: a hit completes `timing.gmem_l2_latency_cycles` after its bytes leave the L2 pipe;
@@ -167,6 +172,8 @@ class MemorySystem:
         self.l2_req = gpu.l2_requests_per_cycle
         self.l2_dlv = gpu.l2_delivery_bytes_per_cycle
         self.l2_dlv_req = gpu.l2_delivery_requests_per_cycle
+        self.merge_bytes = float(t.l2_share_bytes_merge.value)  # share of the dispatch-time sharing kept (bytes)
+        self.merge_req = float(t.l2_share_requests_merge.value)  # (requests)
         self.l2_pipe = self.PIPE("L2->SM", trace)
         self.hbm_pipe = self.PIPE("HBM->L2", trace)
         self._reads = 0
@@ -179,10 +186,12 @@ class MemorySystem:
         self.bytes_to_hbm = 0  # stored bytes written back to HBM
 
     def _l2_service(self, nbytes: int, requests: int, share: float = 1.0) -> float:
-        """L2 -> SM link time of a transfer: the slowest of the L2 read of its distinct bytes and
-        requests (`share` of them when SMs read the same tile together) and the delivery of all
-        its bytes and requests to this SM (`timing.l2_delivery_*_per_s`)."""
-        return max(nbytes * share / self.l2_bw, requests * share / self.l2_req,
+        """Time a read takes of the L2 link: the L2's distinct reads of its bytes and requests
+        (`share` = 1/r when r SMs of a wave read the tile, kept in part: each pays
+        1 - merge x (1 - share), `timing.l2_share_*_merge`) and the delivery of all its bytes
+        and requests to this SM (`timing.l2_delivery_*_per_s`)."""
+        return max(nbytes * (1.0 - self.merge_bytes * (1.0 - share)) / self.l2_bw,
+                   requests * (1.0 - self.merge_req * (1.0 - share)) / self.l2_req,
                    nbytes / self.l2_dlv, requests / self.l2_dlv_req)
 
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,

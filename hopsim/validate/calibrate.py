@@ -17,6 +17,8 @@ reads, and the arithmetic, so every calibrated number has a one-line source.
 | l2_bytes_per_s | tma_width: max over the all-SM L2 configurations of bytes/cycle/SM x SMs x clock |
 | l2_delivery_bytes_per_s | tma_share: max over the all-SM L2 configurations (boxes shared by g SMs) of bytes/cycle/SM x SMs x clock |
 | l2_delivery_requests_per_s | tma_share: the same, in box rows/cycle/SM |
+| l2_share_bytes_merge | tma_gemm: 128-B rows (byte-bound), GEMM load pattern (each box read by r = gn or gm CTAs) vs distinct boxes: (1 - distinct / gemm rate) / (1 - mean 1/r), so that a read costing 1 - m (1 - 1/r) of a distinct one gives the measured rate |
+| l2_share_requests_merge | tma_gemm: the same, median over the 32-B and 64-B rows (request-bound), in box rows |
 | hbm_bytes_per_s | tma_stream: max over configurations of tb_per_s_events |
 | tma_issue_cycles | tma_latency: slope of the issuing thread's cycles over k boxes (k = 1..16, L2 64x8) |
 | tma_issue_elect_cycles | tma_issue: R8,warp_elect (copies guarded by elect.sync), (issue time of 32 boxes - of 1) / 31 |
@@ -125,6 +127,34 @@ def _src(recs: dict, name: str, what: str) -> str:
     return f"measured: microbench__{name}.json ({prov.get('device_name', '?')}, {date}, commit {commit}): {what}"
 
 
+def share_merge(recs: dict) -> dict:
+    """l2_share_bytes_merge / l2_share_requests_merge from microbench__tma_gemm: the share m of
+    the dispatch-time sharing (a read of a tile read by r CTAs costs 1 - m (1 - 1/r) of a distinct
+    read) that reproduces the GEMM load pattern's rate over the distinct-box rate."""
+    res = _get(recs, "tma_gemm")
+    m = {}
+    for key, v in res.items():
+        if ",gemm,delay0," not in key:
+            continue
+        d = res.get(key.replace(",gemm,delay0,", ",distinct,delay0,"))
+        if d is None:
+            continue
+        gm, gn = v["grid"]
+        inv_r = (1.0 / gm + 1.0 / gn) / 2  # one A box (read by gn CTAs) and one B box (gm) per k step
+        m[key.split(",")[1]] = (1.0 - d["rows_per_cycle_per_sm"] / v["rows_per_cycle_per_sm"]) / (1.0 - inv_r)
+    if "w128B" not in m or not ({"w32B", "w64B"} & set(m)):
+        raise CalibrationError("tma_gemm needs gemm and distinct rows (delay 0) for 128-B and 32-/64-B rows")
+    clip = lambda x: min(1.0, max(0.0, x))  # noqa: E731
+    req = [m[k] for k in ("w32B", "w64B") if k in m]
+    return {
+        "l2_share_bytes_merge": (clip(m["w128B"]), _src(
+            recs, "tma_gemm", f"128-B rows (byte-bound): (1 - distinct/gemm rate) / (1 - mean 1/r) = {m['w128B']:.3f}")),
+        "l2_share_requests_merge": (clip(statistics.median(req)), _src(
+            recs, "tma_gemm", "median over the request-bound rows " + ", ".join(
+                f"{k} {m[k]:.3f}" for k in ("w32B", "w64B") if k in m) + " of (1 - distinct/gemm rate) / (1 - mean 1/r)")),
+    }
+
+
 def _chip_max(recs: dict, name: str, results: dict, key: str, nsms: int, what: str) -> tuple[float, str]:
     """The largest all-SM L2 stream of a record, per second for the chip: `key` per SM per cycle x
     SMs x the SM clock of that stream (L2 runs on its own clock)."""
@@ -202,6 +232,8 @@ def derive(records_dir: pathlib.Path | None = None) -> dict[str, tuple[float, st
             ("l2_delivery_bytes_per_s", "tma_share", share, "bytes_per_cycle_per_sm", "B/clk/SM, boxes shared by g SMs"),
             ("l2_delivery_requests_per_s", "tma_share", share, "rows_per_cycle_per_sm", "box rows/clk/SM, boxes shared by g SMs")):
         out[field] = _chip_max(recs, name, res, key, nsms, what)
+    if "tma_gemm" in recs:
+        out.update(share_merge(recs))
     one = {k: v["bytes_per_cycle_per_sm"] for k, v in width.items() if k.startswith("L2,") and k.endswith("sms1")}
     best1 = max(one, key=one.get)
     out["tma_bytes_per_cycle"] = (one[best1], _src(
