@@ -22,8 +22,10 @@ printed last. Sweeps:
               cuBLAS loops; records carry their sweep (heldout_sweep, sweep_dim, sweep_value).
   heldout15   the same design drawn with a new seed (validation/heldout15.py, 88 configurations,
               none recorded before), run like heldout14; records carry "heldout": "issue14-15".
+  heldout16   the same design with a fourth seed (validation/heldout16.py, 85 configurations, none
+              recorded before), run like heldout14; records carry "heldout": "issue14-16".
 
-Sustained mode (--sustain-s S, always for heldout13/14/15): each configuration runs back to back
+Sustained mode (--sustain-s S, always for heldout13/14/15/16): each configuration runs back to back
 for S seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and (heldout13
 only among the held-out sets) the 6 largest distinct shapes also get a sustained cuBLAS loop.
 Records (kind gemm_sustained) go to one JSONL, the raw NVML samples to another (few files come back
@@ -46,7 +48,7 @@ import traceback
 
 from isa.errors import InputError
 from kernels.params import GemmParams
-from validation import harness, heldout13, heldout14, heldout15
+from validation import harness, heldout13, heldout14, heldout15, heldout16
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import (append_jsonl, device_provenance, record_dict, split_jsonl,
                                    write_record)
@@ -163,18 +165,22 @@ def sweep_elect() -> list[GemmParams]:
 
 SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation,
           "shapes": sweep_shapes, "elect": sweep_elect, heldout13.SWEEP_NAME: heldout13.sweep,
-          heldout14.SWEEP_NAME: heldout14.sweep, heldout15.SWEEP_NAME: heldout15.sweep}
+          heldout14.SWEEP_NAME: heldout14.sweep, heldout15.SWEEP_NAME: heldout15.sweep,
+          heldout16.SWEEP_NAME: heldout16.sweep}
 #: sweeps that run only in sustained mode -> their default (--sustain-s, --steady-s) (s)
 SUSTAINED_ONLY = {heldout13.SWEEP_NAME: (3.0, 1.5),
                   heldout14.SWEEP_NAME: (heldout14.SUSTAIN_S, heldout14.STEADY_S),
-                  heldout15.SWEEP_NAME: (heldout15.SUSTAIN_S, heldout15.STEADY_S)}
+                  heldout15.SWEEP_NAME: (heldout15.SUSTAIN_S, heldout15.STEADY_S),
+                  heldout16.SWEEP_NAME: (heldout16.SUSTAIN_S, heldout16.STEADY_S)}
 DEFAULT_STEADY_S = 1.5
 #: record fields of a sweep's records beyond the common ones (the held-out marker, the sweep)
 SWEEP_FIELDS = {heldout13.SWEEP_NAME: lambda p: {"heldout": heldout13.HELDOUT_TAG},
                 heldout14.SWEEP_NAME: heldout14.record_fields,
-                heldout15.SWEEP_NAME: heldout15.record_fields}
+                heldout15.SWEEP_NAME: heldout15.record_fields,
+                heldout16.SWEEP_NAME: heldout16.record_fields}
 #: which configurations of a sustained sweep also get a cuBLAS loop (default: heldout13's rule)
-CUBLAS_PICKS = {heldout14.SWEEP_NAME: lambda params: set(), heldout15.SWEEP_NAME: lambda params: set()}
+CUBLAS_PICKS = {heldout14.SWEEP_NAME: lambda params: set(), heldout15.SWEEP_NAME: lambda params: set(),
+                heldout16.SWEEP_NAME: lambda params: set()}
 SUSTAINED_KIND = "gemm_sustained"
 
 

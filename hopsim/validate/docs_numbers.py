@@ -253,7 +253,7 @@ def heldout() -> str:
 
 #: The later held-out sets (kind, report folder, what it holds), in the order measured; a set
 #: without a committed report (not compared yet) is left out. "sweeps": issue 14's design
-#: (hopsim.validate.heldout --set heldout14|heldout15, compare.json); "portfolio": the memory-bound
+#: (hopsim.validate.heldout --set heldout14|heldout15|heldout16, compare.json); "portfolio": the memory-bound
 #: families (hopsim.validate.portfolio_compare, portfolio.json).
 LATER_SETS = (
     ("sweeps", "heldout14", "issue 14"),
@@ -264,6 +264,7 @@ LATER_SETS = (
     ("portfolio", "portfolio_heldout3", "vecadd/copy points at the third set's sizes (2.5M..960M floats)"),
     ("portfolio", "portfolio_rowwise_heldout3", "row reduction / row softmax points of the third set"),
     ("portfolio", "portfolio_tmacopy_heldout3", "TMA copy points of the third set"),
+    ("sweeps", "heldout16", "issues 14-16 (fourth GEMM set, seed 1620261124)"),
 )
 
 

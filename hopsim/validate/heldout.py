@@ -4,11 +4,12 @@
         --out validation/reports/h100/heldout13 [--jobs 2]
     python3 -m hopsim.validate.heldout --set heldout14 --records DIR --out DIR [--jobs 2]
     python3 -m hopsim.validate.heldout --set heldout15 --records DIR --out DIR [--jobs 2]
+    python3 -m hopsim.validate.heldout --set heldout16 --records DIR --out DIR [--jobs 2]
 
 `--set` picks the held-out set (default heldout13: heldout.json / heldout.md, issue 13's table;
-heldout14 and heldout15 (one design, two seeds): compare.json / report.md with issue 14's sweep
-metrics and targets, hopsim/validate/heldout14_report.py). Records of another set are refused with
-heldout14 and heldout15.
+heldout14, heldout15 and heldout16 (one design, three seeds): compare.json / report.md with issue
+14's sweep metrics and targets, hopsim/validate/heldout14_report.py). Records of another set are
+refused with heldout14, heldout15 and heldout16.
 
 A held-out set is measured on the H100 after the model is frozen (its fingerprint is written in
 the report) and compared once; the first comparison is published as it came out. Each record
@@ -41,7 +42,7 @@ from isa.errors import InputError
 from hopsim.validate import heldout14_report
 from hopsim.validate.heldout_metrics import err as _err
 from hopsim.validate.heldout_metrics import stats as _stats
-from validation import heldout14, heldout15
+from validation import heldout14, heldout15, heldout16
 
 KNOBS = ("m", "n", "k", "dtype", "accum", "layout", "stages", "box_rows", "swizzle", "variant",
          "consumers", "ctas_per_sm", "epilogue", "raster", "group_m", "tma_issuer")
@@ -215,7 +216,7 @@ def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, e
 
 
 def _sweep_set(hset) -> dict:
-    """How a set of issue 14's design (validation/heldout14.py, heldout15.py) is loaded, summarised
+    """How a set of issue 14's design (validation/heldout14.py, heldout15.py, heldout16.py) is loaded, summarised
     and written: only its members, heldout14_report's metrics and report."""
     return dict(name=hset.SWEEP_NAME, load=lambda d: heldout14_report.only_members(load(d), hset),
                 summarise=functools.partial(heldout14_report.summarise, hset=hset),
@@ -228,6 +229,7 @@ SETS = {
     "heldout13": dict(name="heldout", load=load, summarise=summarise, markdown=markdown),
     "heldout14": _sweep_set(heldout14),
     "heldout15": _sweep_set(heldout15),
+    "heldout16": _sweep_set(heldout16),
 }
 
 
