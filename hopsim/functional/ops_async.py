@@ -51,6 +51,12 @@ def _coords_getter(coords, ctx):
     return g
 
 
+def tma_coords_getter(ins, ctx):
+    """(ex, ws, mask) -> the element coordinates of a TMA instruction `ins`, as its op reads them
+    (timing/tile_offsets.py replays them for every CTA)."""
+    return _coords_getter(ins.coords, ctx)
+
+
 @semantics(I.CpAsyncBulkTensorLoad)
 def _tma_load(ins, ctx):
     gdst = uniform_address(ins.dst, ctx, "TMA destination")
