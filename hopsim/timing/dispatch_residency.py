@@ -85,6 +85,8 @@ class DispatchResidency:
             real[self._short[0]:] = False
             real[self._short[0]:, self._short[1]] = True
         self._codes = _sorted_unique((self.ids * num_ctas + np.arange(n, dtype=np.int64)[:, None])[real])
+        self._real = real
+        self._window = None  # (first CTA, end CTA, readers per tile) of the sliding count (_readers)
         sorted_ids = np.sort(self.ids, axis=1)
         self._dup_rows = (sorted_ids[:, 1:] == sorted_ids[:, :-1]).any(axis=1) if t > 1 else np.zeros(n, bool)
         self._nb_list = self.nbytes.tolist()
@@ -120,6 +122,7 @@ class DispatchResidency:
         d._win_share = np.zeros(self.num_tiles)
         d._sh_end = np.full(self.num_tiles, -1, dtype=np.int64)
         d._sh_share = np.zeros(self.num_tiles)
+        d._window = None
         return d
 
     def tiles(self, cta: int) -> list[list]:
@@ -131,11 +134,40 @@ class DispatchResidency:
         return rows if cut is None else [row[:k] for row, k in zip(rows, cut)]
 
     def _readers(self, ids: np.ndarray, cta: int) -> np.ndarray:
-        """r per position: how many CTAs in [cta, cta + slots) read the tile (at least 1)."""
+        """r per position: how many CTAs in [cta, cta + slots) read the tile (at least 1).
+
+        classify() is called in linear CTA order: a count per tile of the CTAs in the window,
+        slid forward (each CTA's distinct tiles added once as the window reaches it, removed as
+        it leaves), gives r with one gather; a CTA behind the window (not in that order) counts
+        by binary search in the sorted (tile, CTA) codes (the same numbers)."""
+        end = min(cta + self.slots, self.num_ctas)
+        win = self._window
+        if win is None and cta == 0:
+            win = self._window = [0, 0, np.zeros(self.num_tiles, dtype=np.int64)]
+        if win is not None and win[0] <= cta and win[1] <= end:
+            counts = win[2]
+            if cta >= win[1]:  # past the window: none of it is left
+                counts[:] = 0
+                for c in range(cta, end):
+                    counts[self._read_by(c)] += 1
+            else:
+                for c in range(win[1], end):
+                    counts[self._read_by(c)] += 1
+                for c in range(win[0], cta):
+                    counts[self._read_by(c)] -= 1
+            win[0], win[1] = cta, end
+            return np.maximum(counts[ids], 1)
         base = ids * self.num_ctas
         lo = np.searchsorted(self._codes, base + cta)
         hi = np.searchsorted(self._codes, base + min(cta + self.slots, self.num_ctas))
         return np.maximum(hi - lo, 1)
+
+    def _read_by(self, cta: int) -> np.ndarray:
+        """The tile ids CTA `cta` reads (its positions of `_real`). `counts[ids] += 1` counts a
+        tile the row holds twice once (a repeated index is written once), as the codes do."""
+        if self._short is not None and cta >= self._short[0]:
+            return self.ids[cta][self._real[cta]]
+        return self.ids[cta]
 
     def classify(self, cta: int) -> CtaHits:
         ids = self.ids[cta]
@@ -283,6 +315,13 @@ class StreamingResidency:
         cut = self.plan.lengths(cta)
         rows = self.plan.base if cut is None else [row[:k] for row, k in zip(self.plan.base, cut)]
         return [[(h, (co[0] + off,), nb) for h, co, nb in row] for row in rows]
+
+    def _read_by(self, cta: int) -> np.ndarray:
+        """The tile ids CTA `cta` reads (its positions of `_real`). `counts[ids] += 1` counts a
+        tile the row holds twice once (a repeated index is written once), as the codes do."""
+        if self._short is not None and cta >= self._short[0]:
+            return self.ids[cta][self._real[cta]]
+        return self.ids[cta]
 
     def classify(self, cta: int) -> CtaHits:
         res = self.residency

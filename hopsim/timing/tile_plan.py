@@ -238,7 +238,6 @@ class TilePlan:
         base = np.zeros((len(flat), dims), dtype=np.int64)
         for j, co in enumerate(flat):
             base[j, :len(co)] = co
-        out = np.broadcast_to(base, (num_ctas, *base.shape)).copy()
         if self.mode == "translate":
             groups = list(self.first)
             gidx = np.array([groups.index((w, h)) for w, row in enumerate(self.base) for h, _co, _nb in row],
@@ -249,9 +248,10 @@ class TilePlan:
                 for cta in range(1, num_ctas):
                     for g, d in self._offsets(cta).items():
                         off[cta, groups.index(g), :len(d)] = d
-            if len(flat):
-                out += off[:, gidx, :]
+            out = off[:, gidx, :]  # a new array (one pass over the big array, no broadcast copy first)
+            out += base
             return out
+        out = np.broadcast_to(base, (num_ctas, *base.shape)).copy()
         cc = np.array([self.coords_of(c) for c in range(num_ctas)], dtype=np.int64).reshape(num_ctas, 3)
         for ax in range(3):
             if self.deltas[ax] is None:
