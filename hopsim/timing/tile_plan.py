@@ -248,7 +248,7 @@ class TilePlan:
                 for cta in range(1, num_ctas):
                     for g, d in self._offsets(cta).items():
                         off[cta, groups.index(g), :len(d)] = d
-            out = off[:, gidx, :]  # a new array (one pass over the big array, no broadcast copy first)
+            out = np.take(off, gidx, axis=1)  # a new C-ordered array (no broadcast copy first)
             out += base
             return out
         out = np.broadcast_to(base, (num_ctas, *base.shape)).copy()

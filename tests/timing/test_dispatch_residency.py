@@ -179,3 +179,19 @@ def test_readers_counted_in_any_order(seed):
     jumping = DispatchResidency(plan, L2Residency(1 << 20), n, slots)
     for c in range(0, n, slots + 1):
         assert jumping._readers(jumping.ids[c], c).tolist() == want(c), c
+
+
+def test_dense_ids_of_keys_too_wide_for_one_code():
+    """Law (as above) when the packed code would pass 2^62 (coordinates spread over ~2^40 on
+    step 1 in 3 dimensions): the ids come from sorting the key rows, still the ranks."""
+    rng = np.random.default_rng(7)
+    n, t = 5, 9
+    coords = rng.integers(-(1 << 40), 1 << 40, size=(n, t, 3))
+    coords[0, 0] = coords[1, 1]  # a tile two CTAs share
+    hidx = rng.integers(0, 2, size=t)
+    hidx[0] = hidx[1]
+    keys = np.concatenate([np.broadcast_to(hidx[None, :, None], (n, t, 1)), coords], axis=2).reshape(n * t, -1)
+    _, want = np.unique(keys, axis=0, return_inverse=True)
+    got = dispatch_residency._dense_ids(hidx, coords)
+    assert got.dtype == np.int64 and (got.reshape(-1) == want.reshape(-1)).all()
+    assert got[0, 0] == got[1, 1]
