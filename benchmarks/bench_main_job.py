@@ -64,10 +64,18 @@ capture bounded on spin-waits (no speed change: box8 s2 3.44/3.60 -> 3.42/3.57, 
   clocked point   s1 2.67, s2 2.77, s3 2.99, s4 1.22, s5 1.64, s6 1.23, box8 s2 3.42-3.57 (one simulation:
                   the clock solve's boost is within the limits), box8 elect 2.59-2.73 (target 3 s: all
                   but 8-row boxes with 2 stages)
-What is left: the 8-row-box points spend ~1 s of their first simulation on the tile plan (a
-partial zero-time run of each of the 1,024 CTAs, tile_plan.TilePlan.coords_array) and the
-dispatch-time L2 walk (2M tile accesses, dispatch_residency.py); a simulation of s1-s3 costs
-~0.8-1.1 s, about 40% of it the functional executor, which each clock re-executes.
+Measured again (2-core machine at load 3.1-3.7, CPU seconds, side by side; before = 79b89b8, after =
+branch speed3: every CTA's translate-mode tile offsets from one traced partial run
+(timing/tile_offsets.py) instead of 1,024 partial runs, the readers of a tile by a sliding count,
+dense tile ids in reused buffers, and hot-path trims (TMA-load op, L2 walk, carried ALU results);
+same numbers: fingerprint 0 differing points, every cycle count below identical):
+  clocked point   s1 2.68 -> 2.40, s2 2.79 -> 2.49, s3 3.01 -> 2.67, s4 1.24 -> 0.94, s5 1.65 -> 1.29,
+                  s6 1.29 -> 0.94, box8 s2 3.57 -> 2.74 (alone, alternating, load 3.2-3.6: 2.97-3.01 ->
+                  2.71-2.77 for the last commit), box8 elect 2.89 -> 1.96 (target 3 s: all points)
+What is left: the dispatch-time L2 walk (2M tile accesses of an OrderedDict LRU,
+memory.L2Residency.access_all, ~0.2 s of the box8 s2 simulation) and the tile plan's four full
+sample captures (~0.25 s); a simulation of s1-s3 costs ~0.7-1.0 s, about 40% of it the functional
+executor, which each clock re-executes.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ class _SmemView:
 
 
 _GEOM: dict = {}  # id(tmap) -> (tmap, box bytes, smem footprint): TensorMap is frozen, the entry keeps it alive
+_RUNS_GEOM: dict = {}  # id(tmap) -> (tmap, dims, strides, box counts, element strides all 1 past dim 0, elem bytes, address)
 _RANGES: dict = {}  # (id(tmap), coords) -> (tmap, global runs): a tile's runs recur for every CTA reading it
 _RUNS_MAX = 1 << 18  # runs held by _RANGES before it is emptied (about 20 MB)
 _held = [0]
@@ -56,6 +57,11 @@ def _geom(tmap) -> tuple:
             _GEOM.clear()
         g = _GEOM[id(tmap)] = (tmap, int(tmap.box_bytes), int(tmap.smem_footprint))
     return g
+
+
+def geometry(tmap) -> tuple:
+    """(tmap, box bytes, smem footprint) of a tensor map (cached)."""
+    return _geom(tmap)
 
 
 def box_bytes(tmap) -> int:
@@ -87,10 +93,16 @@ def _global_ranges(tmap, coords) -> tuple:
     Computed from the tensor-map geometry per row (dim 0 run, clipped to the tensor), which equals
     `tma.global_ranges` for element strides 1 without building the element-level plan (test_executor
     checks the equality)."""
-    dims, strides, box, es = tmap.global_dims, tmap.global_strides_bytes, tmap.box_counts, tmap.element_strides
-    if any(s != 1 for s in es[1:]):
+    g = _RUNS_GEOM.get(id(tmap))
+    if g is None or g[0] is not tmap:  # the tensor map's geometry, read once (box_counts is computed)
+        if len(_RUNS_GEOM) >= 4096:
+            _RUNS_GEOM.clear()
+        g = _RUNS_GEOM[id(tmap)] = (tmap, tmap.global_dims, tmap.global_strides_bytes, tmap.box_counts,
+                                    all(s == 1 for s in tmap.element_strides[1:]), tmap.elem_bytes,
+                                    tmap.global_address)
+    _t, dims, strides, box, unit, e, address = g
+    if not unit:
         return _tma.global_ranges(tmap, coords)
-    e = tmap.elem_bytes
     lo = max(coords[0], 0)
     hi = min(coords[0] + box[0], dims[0])
     if hi <= lo:
@@ -98,14 +110,14 @@ def _global_ranges(tmap, coords) -> tuple:
     n = (hi - lo) * e
     if len(dims) == 2 and strides[0] > 0:  # a 2-D box: one run per row in address order, or one run
         r0, r1 = max(coords[1], 0), min(coords[1] + box[1], dims[1])
-        first, step = tmap.global_address + lo * e + r0 * strides[0], strides[0]
+        first, step = address + lo * e + r0 * strides[0], strides[0]
         if r1 <= r0:
             return ()
         if step == n:  # rows that touch merge (as below)
             return ((first, n * (r1 - r0)),)
         rows = r1 - r0
         return tuple(zip(range(first, first + rows * step, step), repeat(n, rows)))
-    starts = [tmap.global_address + lo * e]  # plain ints: a box has few rows (numpy costs more here)
+    starts = [address + lo * e]  # plain ints: a box has few rows (numpy costs more here)
     for d in range(len(dims) - 1, 0, -1):
         step = strides[d - 1]
         offs = [i * step for i in range(max(coords[d], 0), min(coords[d] + box[d], dims[d]))]

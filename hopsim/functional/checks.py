@@ -100,7 +100,7 @@ class Checker:
         if isinstance(chunks, tuple):
             lo, hi = chunks
             vals = arr[lo:hi]
-            if not vals.any():
+            if not np.count_nonzero(vals):  # (cheaper than .any() on a short slice)
                 return None
             return int(lo + np.flatnonzero(vals)[0])
         vals = arr[chunks]

@@ -45,10 +45,24 @@ def _tmap_getter(tmap, ctx):
 
 def _coords_getter(coords, ctx):
     gs = [uniform_operand(c, "u32", ctx, f"TMA coordinate {i}") for i, c in enumerate(coords)]
+    if len(gs) == 2:  # the common 2-D box, without a generator
+        g0, g1 = gs
+
+        def g2(ex, ws, mask):  # signed 32-bit element coordinates
+            a = g0(ex, ws, mask)
+            b = g1(ex, ws, mask)
+            return (a - (1 << 32) if a >> 31 else a, b - (1 << 32) if b >> 31 else b)
+        return g2
 
     def g(ex, ws, mask):  # signed 32-bit element coordinates
         return tuple(v - (1 << 32) if v >> 31 else v for v in (f(ex, ws, mask) for f in gs))
     return g
+
+
+def tma_coords_getter(ins, ctx):
+    """(ex, ws, mask) -> the element coordinates of a TMA instruction `ins`, as its op reads them
+    (timing/tile_offsets.py replays them for every CTA)."""
+    return _coords_getter(ins.coords, ctx)
 
 
 @semantics(I.CpAsyncBulkTensorLoad)
@@ -67,14 +81,13 @@ def _tma_load(ins, ctx):
         handle = gtmap(ex, ws, mask)
         coords = gcoords(ex, ws, mask)
         tmap = ex.gmem.tensor_map(handle)
-        nbytes = bridge.box_bytes(tmap)
-        foot = bridge.smem_footprint(tmap)
+        _t, nbytes, foot = bridge.geometry(tmap)
         if dst % 128 or dst < 0 or dst + foot > ex.smem_size:
             raise IllegalInstruction(f"TMA destination smem [0x{dst:x}, 0x{dst + foot:x}) must be 128-B aligned and "
                                      f"inside the CTA's {ex.smem_size} shared bytes")
         ex.mbarrier(mbar)  # must exist at issue
         op = ex.prog.ops[ws.pc]
-        idents = [next(_IDS) for _ in range(n)]
+        idents = [next(_IDS)] if n == 1 else [next(_IDS) for _ in range(n)]
         if ex.checker.active:
             for ident in idents:
                 ex.checker.tma_issue(ident, dst, dst + foot, ws, op, mbar)

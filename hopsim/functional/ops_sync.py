@@ -144,7 +144,7 @@ def _wait_builder(ins, ctx, blocking: bool):
             sp(ex, ws, value, mask)
 
     def fn(ex, ws, mask):
-        if mask is ws.none or not mask.any():
+        if mask is ws.none or not np.count_nonzero(mask):
             return Effect(kind=kind, warp=ws.w, lanes=0)
         addr = ga(ex, ws, mask)
         parity = gp(ex, ws, mask)
@@ -219,7 +219,7 @@ def _bar_sync(ins, ctx):
     gb, gc = _bar_operands(ins, ctx)
 
     def fn(ex, ws, mask):
-        if mask is ws.none or not mask.any():   # guard false on the whole warp: not executed
+        if mask is ws.none or not np.count_nonzero(mask):   # guard false on the whole warp: not executed
             return Effect(kind=Kind.BAR_SYNC, warp=ws.w, lanes=0)
         got = _bar_arrival(ex, ws, mask, gb, gc, "bar.sync")
         if got is None:
@@ -238,7 +238,7 @@ def _bar_arrive(ins, ctx):
     gb, gc = _bar_operands(ins, ctx)
 
     def fn(ex, ws, mask):
-        if mask is ws.none or not mask.any():
+        if mask is ws.none or not np.count_nonzero(mask):
             return Effect(kind=Kind.BAR_ARRIVE, warp=ws.w, lanes=0)
         got = _bar_arrival(ex, ws, mask, gb, gc, "bar.arrive")
         if got is None:

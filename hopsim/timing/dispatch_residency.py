@@ -59,8 +59,9 @@ class DispatchResidency:
 
     Representation (speed; same decisions as a per-tile dict walk): the plan's tiles of every CTA
     as one integer array `ids[cta, position]` (a dense id per distinct (tensor map, coords) tile,
-    numpy), the readers of each tile as the sorted unique `id * num_ctas + cta` codes (r is two
-    binary searches), and the windows as arrays indexed by tile id; the L2 LRU (`L2Residency`) is
+    numpy), r from a count per tile of the CTAs in the window, slid along as classify() walks the
+    CTAs in linear order (else two binary searches in the sorted unique `id * num_ctas + cta`
+    codes), and the windows as arrays indexed by tile id; the L2 LRU (`L2Residency`) is
     walked in the same order as before, with the tile ids as keys (ld.global lines use ("line",
     addr) keys, so they never collide), at dispatch, so it interleaves with ld.global look-ups
     as before.
@@ -84,7 +85,9 @@ class DispatchResidency:
         if self._short is not None:  # the short CTAs' missing positions read nothing
             real[self._short[0]:] = False
             real[self._short[0]:, self._short[1]] = True
-        self._codes = _sorted_unique((self.ids * num_ctas + np.arange(n, dtype=np.int64)[:, None])[real])
+        self._codes = None  # the sorted (tile id x num_ctas + CTA) codes, made when first needed (_readers)
+        self._real = real
+        self._window = None  # (first CTA, end CTA, readers per tile) of the sliding count (_readers)
         sorted_ids = np.sort(self.ids, axis=1)
         self._dup_rows = (sorted_ids[:, 1:] == sorted_ids[:, :-1]).any(axis=1) if t > 1 else np.zeros(n, bool)
         self._nb_list = self.nbytes.tolist()
@@ -120,6 +123,7 @@ class DispatchResidency:
         d._win_share = np.zeros(self.num_tiles)
         d._sh_end = np.full(self.num_tiles, -1, dtype=np.int64)
         d._sh_share = np.zeros(self.num_tiles)
+        d._window = None
         return d
 
     def tiles(self, cta: int) -> list[list]:
@@ -131,11 +135,43 @@ class DispatchResidency:
         return rows if cut is None else [row[:k] for row, k in zip(rows, cut)]
 
     def _readers(self, ids: np.ndarray, cta: int) -> np.ndarray:
-        """r per position: how many CTAs in [cta, cta + slots) read the tile (at least 1)."""
+        """r per position: how many CTAs in [cta, cta + slots) read the tile (at least 1).
+
+        classify() is called in linear CTA order: a count per tile of the CTAs in the window,
+        slid forward (each CTA's distinct tiles added once as the window reaches it, removed as
+        it leaves), gives r with one gather; a CTA behind the window (not in that order) counts
+        by binary search in the sorted (tile, CTA) codes (the same numbers)."""
+        end = min(cta + self.slots, self.num_ctas)
+        win = self._window
+        if win is None and cta == 0:
+            win = self._window = [0, 0, np.zeros(self.num_tiles, dtype=np.int64)]
+        if win is not None and win[0] <= cta and win[1] <= end:
+            counts = win[2]
+            if cta >= win[1]:  # past the window: none of it is left
+                counts[:] = 0
+                for c in range(cta, end):
+                    counts[self._read_by(c)] += 1
+            else:
+                for c in range(win[1], end):
+                    counts[self._read_by(c)] += 1
+                for c in range(win[0], cta):
+                    counts[self._read_by(c)] -= 1
+            win[0], win[1] = cta, end
+            return np.maximum(counts[ids], 1)
+        if self._codes is None:
+            n = self.num_ctas
+            self._codes = _sorted_unique((self.ids * n + np.arange(n, dtype=np.int64)[:, None])[self._real])
         base = ids * self.num_ctas
         lo = np.searchsorted(self._codes, base + cta)
         hi = np.searchsorted(self._codes, base + min(cta + self.slots, self.num_ctas))
         return np.maximum(hi - lo, 1)
+
+    def _read_by(self, cta: int) -> np.ndarray:
+        """The tile ids CTA `cta` reads (its positions of `_real`). `counts[ids] += 1` counts a
+        tile the row holds twice once (a repeated index is written once), as the codes do."""
+        if self._short is not None and cta >= self._short[0]:
+            return self.ids[cta][self._real[cta]]
+        return self.ids[cta]
 
     def classify(self, cta: int) -> CtaHits:
         ids = self.ids[cta]
@@ -296,28 +332,50 @@ class StreamingResidency:
 
 
 def _dense_ids(hidx: np.ndarray, coords: np.ndarray) -> np.ndarray:
-    """A dense integer id (0..tiles-1) per (CTA, position) for its (handle, coords) tile."""
+    """A dense integer id (0..tiles-1) per (CTA, position) for its (handle, coords) tile.
+
+    Each key column (the handle index, then each coordinate) on its grid (a box's rows apart:
+    lo + step x index) packs into one int64 code (mixed radix, so the codes sort as the keys);
+    the ids are the codes' ranks. Two (CTA, position) arrays in all, reused column by column
+    (a launch has millions of positions: fresh temporaries per step cost more than the
+    arithmetic)."""
     n, t, dims = coords.shape
     if not t or not n:
         return np.zeros((n, t), dtype=np.int64)
-    cols = [np.broadcast_to(hidx[None, :], (n, t)).reshape(-1)] + [coords[:, :, d].reshape(-1) for d in range(dims)]
-    code = np.zeros(n * t, dtype=np.int64)
-    span = 1
-    for col in cols:
+    lo = int(hidx.min())
+    step = int(np.gcd.reduce(hidx - lo)) or 1  # the handle column holds exactly hidx's values
+    span = (int(hidx.max()) - lo) // step + 1
+    code = np.empty((n, t), dtype=np.int64)
+    code[...] = ((hidx - lo) // step)[None, :]
+    tmp = np.empty((n, t), dtype=np.int64)
+    for d in range(dims):
+        col = coords[:, :, d]
         lo, hi = int(col.min()), int(col.max())
-        step = int(np.gcd.reduce(col - lo)) or 1  # coordinates on a grid (a box's rows apart): its index
+        np.subtract(col, lo, out=tmp)
+        step = int(np.gcd.reduce(tmp, axis=None)) or 1  # coordinates on a grid: its index
         radix = (hi - lo) // step + 1
         if span * radix >= 1 << 62:  # too wide for one int64: unique rows instead
-            _, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
-            return inv.reshape(n, t).astype(np.int64)
-        code = code * radix + (col - lo) // step
+            return _unique_ids(hidx, coords)
+        if step != 1:
+            np.floor_divide(tmp, step, out=tmp)
+        code *= radix
+        code += tmp
         span *= radix
+    code = code.reshape(-1)
     if span <= DENSE_TABLE_MAX:  # ranks through a table over the codes (np.unique's inverse, no sort)
         seen = np.zeros(span, dtype=bool)
         seen[code] = True
         rank = np.cumsum(seen, dtype=np.int64) - 1
         return rank[code].reshape(n, t)
     _, inv = np.unique(code, return_inverse=True)
+    return inv.reshape(n, t).astype(np.int64)
+
+
+def _unique_ids(hidx: np.ndarray, coords: np.ndarray) -> np.ndarray:
+    """`_dense_ids` by sorting the key rows (codes too wide for one int64)."""
+    n, t, dims = coords.shape
+    cols = [np.broadcast_to(hidx[None, :], (n, t)).reshape(-1)] + [coords[:, :, d].reshape(-1) for d in range(dims)]
+    _, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
     return inv.reshape(n, t).astype(np.int64)
 
 

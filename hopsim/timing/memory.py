@@ -47,6 +47,7 @@ requests filling idle gaps before a pipe's queue tail (see pipes.py).
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import compress, islice
 from typing import Hashable
 
 from hopsim.timing.pipes import QUANTUM, GapPipe, Jitter, Pipe
@@ -102,23 +103,23 @@ class L2Residency:
     def access_all(self, keys: list, nbytes: list) -> list:
         """`access(keys[j], nbytes[j])` for each j in order (one call: the dispatch-time walk of a
         CTA's tiles, memo.DispatchResidency); return the hit flags."""
-        tiles, move, insert = self._tiles, self._tiles.move_to_end, self._insert
+        move, insert = self._tiles.move_to_end, self._insert
         out = []
-        hits = hit_bytes = miss_bytes = 0
+        flag = out.append
         for key, nb in zip(keys, nbytes):
-            if key in tiles:
+            try:  # a hit (most are): one look-up
                 move(key)
-                hits += 1
-                hit_bytes += nb
-                out.append(True)
-            else:
-                miss_bytes += nb
+            except KeyError:
                 insert(key, nb)
-                out.append(False)
+                flag(False)
+            else:
+                flag(True)
+        hits = out.count(True)
+        hit_bytes = sum(compress(nbytes, out))
         self.hits += hits
         self.misses += len(out) - hits
         self.hit_bytes += hit_bytes
-        self.miss_bytes += miss_bytes
+        self.miss_bytes += sum(islice(nbytes, len(out))) - hit_bytes
         return out
 
     def write(self, key: Hashable, nbytes: int) -> None:

@@ -157,25 +157,32 @@ def schedule_run(run, table: dict[int, ClassCost], start: float, pipes: list, re
     return end
 
 
-def touched_rows(prog) -> dict[int, tuple]:
+def touched_rows(prog) -> dict[int, frozenset]:
     """Body index -> the register rows an op reads, writes or is guarded by (cached on the program):
     what waits for a result in flight."""
     got = getattr(prog, "_touched", None)
     if got is None:
-        got = {op.index: tuple(op.rows) + ((op.guard_row,) if op.guard_row is not None else ()) for op in prog.ops}
+        got = {op.index: op.rows | ({op.guard_row} if op.guard_row is not None else frozenset()) for op in prog.ops}
         prog._touched = got
     return got
 
 
-def carried_need(ready: dict, rows: tuple, now: float) -> float:
-    """When the results in flight that `rows` touch are ready (>= now); drops those ready by now."""
+def carried_need(ready: dict, rows: frozenset, now: float) -> float:
+    """When the results in flight that `rows` touch are ready (>= now); drops those ready by now.
+    (One pass over the results in flight, usually fewer than the rows a wgmma touches.)"""
     need = now
-    for r in [r for r, t in ready.items() if t <= now]:
-        del ready[r]
-    for r in rows:
-        t = ready.get(r)
-        if t is not None and t > need:
+    done = None
+    for r, t in ready.items():
+        if t <= now:
+            if done is None:
+                done = [r]
+            else:
+                done.append(r)
+        elif t > need and r in rows:
             need = t
+    if done is not None:
+        for r in done:
+            del ready[r]
     return need
 
 

@@ -333,7 +333,7 @@ class CtaRun:
                     continue
                 kind = eff.kind
                 if kind != Kind.ALU and self.alu_ready[w] and self.touched is not None:
-                    need = carried_need(self.alu_ready[w], self.touched.get(eff.index, ()), now)
+                    need = carried_need(self.alu_ready[w], self.touched.get(eff.index, frozenset()), now)
                     if need > now:  # an ALU result this instruction touches is still in flight
                         at = AT_CARRIED
                         yield env.timeout(-(-need // 1) - now)

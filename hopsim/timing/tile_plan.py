@@ -23,6 +23,7 @@ from hopsim import HopsimError
 from hopsim.functional.effect import Kind
 from hopsim.functional.executor import CTAExecutor
 from hopsim.timing.memory import GLINE, LINE, coalesce
+from hopsim.timing.tile_offsets import batch_offsets
 
 
 #: Issues one warp may make in one turn of the zero-time capture without blocking. A warp past it
@@ -237,18 +238,20 @@ class TilePlan:
         base = np.zeros((len(flat), dims), dtype=np.int64)
         for j, co in enumerate(flat):
             base[j, :len(co)] = co
-        out = np.broadcast_to(base, (num_ctas, *base.shape)).copy()
         if self.mode == "translate":
             groups = list(self.first)
             gidx = np.array([groups.index((w, h)) for w, row in enumerate(self.base) for h, _co, _nb in row],
                             dtype=np.int64)
-            off = np.zeros((num_ctas, len(groups), dims), dtype=np.int64)
-            for cta in range(1, num_ctas):
-                for g, d in self._offsets(cta).items():
-                    off[cta, groups.index(g), :len(d)] = d
-            if len(flat):
-                out += off[:, gidx, :]
+            off = self._batch_offsets(num_ctas, groups, dims)
+            if off is None:  # each CTA's own partial run
+                off = np.zeros((num_ctas, len(groups), dims), dtype=np.int64)
+                for cta in range(1, num_ctas):
+                    for g, d in self._offsets(cta).items():
+                        off[cta, groups.index(g), :len(d)] = d
+            out = np.take(off, gidx, axis=1)  # a new C-ordered array (no broadcast copy first)
+            out += base
             return out
+        out = np.broadcast_to(base, (num_ctas, *base.shape)).copy()
         cc = np.array([self.coords_of(c) for c in range(num_ctas)], dtype=np.int64).reshape(num_ctas, 3)
         for ax in range(3):
             if self.deltas[ax] is None:
@@ -258,6 +261,17 @@ class TilePlan:
                 d[j, :len(e)] = e
             out += cc[:, ax, None, None] * d[None]
         return out
+
+    def _batch_offsets(self, num_ctas: int, groups: list, dims: int) -> np.ndarray | None:
+        """Every CTA's offsets from one traced partial run (tile_offsets.py), checked also against
+        the last CTA's own partial run; None when that does not apply."""
+        got = batch_offsets(self, num_ctas, dims, capture_tiles)
+        if got is None:
+            return None
+        own = np.zeros((len(groups), dims), dtype=np.int64)
+        for g, d in self._offsets(num_ctas - 1).items():
+            own[groups.index(g), :len(d)] = d
+        return got if np.array_equal(own, got[num_ctas - 1]) else None
 
     def keyed(self, tiles: list) -> list:
         """A CTA's recorded (handle, coords) tiles per warp in this plan's keys (the same here;

@@ -150,3 +150,48 @@ def test_dense_ids_are_the_ranks_of_the_distinct_tiles(seed):
             m.setattr(dispatch_residency, "DENSE_TABLE_MAX", table)
             got = dispatch_residency._dense_ids(hidx, coords)
         assert got.dtype == np.int64 and (got.reshape(-1) == want.reshape(-1)).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_readers_counted_in_any_order(seed):
+    """Law: r (the readers of a tile among CTAs [c, c + slots)) is the same whether `_readers` is
+    asked in linear CTA order (the sliding count), out of order (binary search in the codes) or
+    jumping ahead past the window; and it is the definition's count."""
+    rnd = random.Random(seed)
+    gx, gy = rnd.choice([(4, 3), (6, 5), (8, 2)])
+    plan = gemm_like_plan(gx, gy, 3, 2, seed % 2 == 1)
+    n, slots = gx * gy, rnd.choice([2, 3, 5])
+    readers: dict = {}
+    for c in range(n):
+        for h, co, _ in plan.tiles(c)[0]:
+            readers.setdefault((h, co), set()).add(c)
+
+    def want(c):
+        return [max(1, sum(1 for x in readers[(h, co)] if c <= x < c + slots)) for h, co, _ in plan.tiles(c)[0]]
+    linear = DispatchResidency(plan, L2Residency(1 << 20), n, slots)
+    for c in range(n):
+        assert linear._readers(linear.ids[c], c).tolist() == want(c), c
+    order = list(range(n))
+    rnd.shuffle(order)
+    shuffled = DispatchResidency(plan, L2Residency(1 << 20), n, slots)
+    for c in [0] + order:
+        assert shuffled._readers(shuffled.ids[c], c).tolist() == want(c), c
+    jumping = DispatchResidency(plan, L2Residency(1 << 20), n, slots)
+    for c in range(0, n, slots + 1):
+        assert jumping._readers(jumping.ids[c], c).tolist() == want(c), c
+
+
+def test_dense_ids_of_keys_too_wide_for_one_code():
+    """Law (as above) when the packed code would pass 2^62 (coordinates spread over ~2^40 on
+    step 1 in 3 dimensions): the ids come from sorting the key rows, still the ranks."""
+    rng = np.random.default_rng(7)
+    n, t = 5, 9
+    coords = rng.integers(-(1 << 40), 1 << 40, size=(n, t, 3))
+    coords[0, 0] = coords[1, 1]  # a tile two CTAs share
+    hidx = rng.integers(0, 2, size=t)
+    hidx[0] = hidx[1]
+    keys = np.concatenate([np.broadcast_to(hidx[None, :, None], (n, t, 1)), coords], axis=2).reshape(n * t, -1)
+    _, want = np.unique(keys, axis=0, return_inverse=True)
+    got = dispatch_residency._dense_ids(hidx, coords)
+    assert got.dtype == np.int64 and (got.reshape(-1) == want.reshape(-1)).all()
+    assert got[0, 0] == got[1, 1]
