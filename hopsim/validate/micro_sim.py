@@ -123,13 +123,15 @@ def tma_width(rec: dict) -> list[MicroRow]:
 
 
 def tma_share(rec: dict) -> list[MicroRow]:
-    """The width stream with boxes shared by g SMs (each reads 1/g of the distinct bytes)."""
+    """The width stream with boxes shared by g SMs (each reads 1/g of the distinct bytes). The g
+    SMs request each box together (in step), so the L2 serves them once: the full sharing
+    (`l2_share_*_merge` = 1), not the part a GEMM's wave keeps (microbench__tma_gemm)."""
     rows = []
     best = max(rec["results"].items(), key=lambda kv: kv[1]["bytes_per_cycle_per_sm"] * (kv[0].endswith("sms132")))[0]
     for cfg, v in rec["results"].items():
         where, w, r, g, sms = cfg.split(",")
         nrows, nsms, share = int(r[1:]), int(sms[3:]), int(g[1:])
-        gpu = _gpu(v.get("sm_clock_mhz"))
+        gpu = _gpu(v.get("sm_clock_mhz")).with_timing(l2_share_bytes_merge=1.0, l2_share_requests_merge=1.0)
         sim = _tma_stream(gpu, boxes=int(v["boxes_per_cta"]), box_bytes=int(v["box_bytes"]), rows=nrows,
                           per_round=int(v["boxes_per_round"]), rounds_in_flight=2, sms=nsms,
                           hit=True, share=1.0 / share)
