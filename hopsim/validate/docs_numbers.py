@@ -264,6 +264,7 @@ LATER_SETS = (
     ("portfolio", "portfolio_heldout3", "vecadd/copy points at the third set's sizes (2.5M..960M floats)"),
     ("portfolio", "portfolio_rowwise_heldout3", "row reduction / row softmax points of the third set"),
     ("portfolio", "portfolio_tmacopy_heldout3", "TMA copy points of the third set"),
+    ("portfolio", "portfolio_attention", "attention tile points (the first timings of its CUDA twin)"),
     ("sweeps", "heldout16", "issues 14-16 (fourth GEMM set, seed 1620261124)"),
 )
 
