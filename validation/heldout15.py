@@ -20,12 +20,11 @@ freeze (`gemm_runs --sweep heldout15 --list` prints them without simulating). Co
 
 from __future__ import annotations
 
-import functools
 import pathlib
 
-from kernels.params import GemmParams
-from validation import heldout13, heldout_draw
-from validation.heldout_draw import MAX_FLOPS, MIN_FLOPS, MIN_POINTS, Sweep  # noqa: F401
+from validation import heldout_draw
+from validation.heldout_draw import (MAX_FLOPS, MIN_FLOPS, MIN_POINTS, STEADY_S, SUSTAIN_S, Sweep,  # noqa: F401
+                                     plan_seconds)
 
 SEED = 1520261124  # drawn 2026-11-24 for the third session's freeze; fixed forever
 SWEEP_NAME = "heldout15"
@@ -34,48 +33,8 @@ N_SINGLE = 14
 EXCLUDED_FILE = pathlib.Path(__file__).resolve().parent / "heldout15_excluded_tags.txt"
 """The configuration tags recorded under validation/records/h100/ before the draw, one a line."""
 
-
-@functools.lru_cache(maxsize=1)
-def held_set() -> heldout_draw.HeldoutSet:
-    """The set's drawing parameters, its exclusion the tags recorded before the draw."""
-    excluded = frozenset(EXCLUDED_FILE.read_text().split())
-    return heldout_draw.HeldoutSet(name=SWEEP_NAME, tag=HELDOUT_TAG, seed=SEED, n_single=N_SINGLE,
-                                   exclude=excluded)
-
-
-@functools.lru_cache(maxsize=1)
-def sweeps() -> tuple[Sweep, ...]:
-    """The 18 sweeps of PLAN, each from its own seeded stream (deterministic)."""
-    return heldout_draw.draw_sweeps(held_set())
-
-
-@functools.lru_cache(maxsize=1)
-def singles() -> tuple[GemmParams, ...]:
-    """The N_SINGLE single points: strata and K bins in turn (issue 13's strata)."""
-    return heldout_draw.draw_singles(held_set())
-
-
-def sweep() -> list[GemmParams]:
-    """The set `gemm_runs --sweep heldout15` runs, in run order (heldout_draw.run_order)."""
-    return heldout_draw.run_order(sweeps(), singles())
-
-
-@functools.lru_cache(maxsize=1)
-def membership() -> dict[str, dict]:
-    """tag -> its sweep, knob and value label (heldout_draw.membership)."""
-    return heldout_draw.membership(sweeps(), singles())
-
-
-def record_fields(p: GemmParams) -> dict:
-    """The fields a heldout15 record carries beyond the common ones."""
-    return {"heldout": HELDOUT_TAG, **membership().get(p.tag, {})}
-
-
-#: the recommended run (heldout14's): 2 s back to back per configuration, statistics over the last 1 s
-SUSTAIN_S = 2.0
-STEADY_S = 1.0
-
-
-def plan_seconds(params: list[GemmParams], sustain_s: float = SUSTAIN_S) -> float:
-    """Estimated wall seconds on the H100 machine (heldout13's plan; no cuBLAS loops)."""
-    return heldout13.plan_seconds(params, sustain_s, 0)
+#: the set's drawing parameters, its exclusion the tags in EXCLUDED_FILE (read once, at the first draw)
+held_set = heldout_draw.excluded_set(SWEEP_NAME, HELDOUT_TAG, SEED, N_SINGLE, EXCLUDED_FILE)
+#: the set's draw (heldout_draw.set_functions): sweeps() the 18 sweeps of PLAN, singles() the
+#: N_SINGLE single points, sweep() the run order, membership() tag -> sweep, record_fields(p)
+sweeps, singles, sweep, membership, record_fields = heldout_draw.set_functions(held_set)

@@ -8,8 +8,11 @@ of the 18 entries of PLAN draws one base configuration from the set's seed and v
 around it (all other knobs, and the shape, stay the base's); `n_single` single points drawn like
 issue 13's set (validation/heldout13.py) follow. A set (HeldoutSet: name, record tag, seed, single
 points, excluded tags) is a pure function of these fields: validation/heldout14.py (seed
-1420261124) and validation/heldout15.py (seed 1520261124) are two draws of this one design.
-Never change PLAN or the drawing code (that would change every drawn set).
+1420261124), validation/heldout15.py (seed 1520261124) and validation/heldout16.py (seed
+1620261124) are draws of this one design; each binds its HeldoutSet with `set_functions` (the
+functions a set module exports: sweeps, singles, sweep, membership, record_fields) and takes the
+design's recommended run (SUSTAIN_S, STEADY_S, plan_seconds). Never change PLAN or the drawing code
+(that would change every drawn set).
 
 Coverage is enumerated, not left to the draw:
   * the swept knob of each entry is fixed by PLAN: stages x3, box rows x3, tile x3, swizzle x3,
@@ -36,11 +39,13 @@ Sizes: MIN_FLOPS (about 50 us a launch at ~650 TFLOP/s) .. MAX_FLOPS (about 2.5 
 
 from __future__ import annotations
 
+import functools
 import math
 import pathlib
 import random
 import re
 from dataclasses import dataclass
+from typing import Callable, NamedTuple
 
 from isa.errors import InputError
 from kernels.params import BOX_ROWS, GemmParams
@@ -308,3 +313,69 @@ def recorded_tags(root: pathlib.Path, skip: tuple[str, ...] = ()) -> frozenset:
             continue
         out.update(_TAG_FIELD.findall(path.read_text(errors="replace")))
     return frozenset(out)
+
+
+def excluded_set(name: str, tag: str, seed: int, n_single: int,
+                 excluded_file: pathlib.Path) -> Callable[[], HeldoutSet]:
+    """A set module's `held_set()`: the set's drawing parameters, its exclusion the tags recorded
+    before the draw (frozen in `excluded_file`, one a line; read at the first call, then cached)."""
+
+    @functools.lru_cache(maxsize=1)
+    def held_set() -> HeldoutSet:
+        """The set's drawing parameters, its exclusion the tags recorded before the draw."""
+        excluded = frozenset(excluded_file.read_text().split())
+        return HeldoutSet(name=name, tag=tag, seed=seed, n_single=n_single, exclude=excluded)
+
+    return held_set
+
+
+class SetFunctions(NamedTuple):
+    """The functions a set module (validation/heldout14.py ...) exports, bound to its HeldoutSet."""
+
+    sweeps: Callable[[], tuple[Sweep, ...]]
+    singles: Callable[[], tuple[GemmParams, ...]]
+    sweep: Callable[[], list[GemmParams]]
+    membership: Callable[[], dict[str, dict]]
+    record_fields: Callable[[GemmParams], dict]
+
+
+def set_functions(held_set: Callable[[], HeldoutSet]) -> SetFunctions:
+    """sweeps / singles / membership (each drawn once, cached), sweep and record_fields of the set
+    `held_set()` returns (called at the first draw, not at import)."""
+
+    @functools.lru_cache(maxsize=1)
+    def sweeps() -> tuple[Sweep, ...]:
+        """The 18 sweeps of PLAN, each from its own seeded stream (deterministic)."""
+        return draw_sweeps(held_set())
+
+    @functools.lru_cache(maxsize=1)
+    def singles() -> tuple[GemmParams, ...]:
+        """The set's N_SINGLE single points: strata and K bins in turn (issue 13's strata)."""
+        return draw_singles(held_set())
+
+    def sweep() -> list[GemmParams]:
+        """The set `gemm_runs --sweep <its name>` runs, in run order (run_order)."""
+        return run_order(sweeps(), singles())
+
+    @functools.lru_cache(maxsize=1)
+    def set_membership() -> dict[str, dict]:
+        """tag -> its sweep, knob and value label (membership)."""
+        return membership(sweeps(), singles())
+
+    def record_fields(p: GemmParams) -> dict:
+        """The fields a record of the set carries beyond the common ones: its `heldout` tag and
+        the point's sweep, knob and value label."""
+        return {"heldout": held_set().tag, **set_membership().get(p.tag, {})}
+
+    return SetFunctions(sweeps, singles, sweep, set_membership, record_fields)
+
+
+#: the recommended run of a set of this design (heldout14's): 2 s back to back per configuration,
+#: statistics over the last 1 s
+SUSTAIN_S = 2.0
+STEADY_S = 1.0
+
+
+def plan_seconds(params: list[GemmParams], sustain_s: float = SUSTAIN_S) -> float:
+    """Estimated wall seconds on the H100 machine (heldout13's plan; no cuBLAS loops)."""
+    return heldout13.plan_seconds(params, sustain_s, 0)
