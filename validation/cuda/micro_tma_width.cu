@@ -41,6 +41,30 @@ __device__ __forceinline__ bool wait_parity(uint32_t bar, uint32_t parity, int* 
   }
 }
 
+// Both kernels' set-up, end and output (not their per-box loops): the two round mbarriers (one
+// arrival each) initialised, fenced for the async proxy, and the map prefetched;
+__device__ __forceinline__ void init_round_bars(uint64_t* bars, const CUtensorMap* map) {
+  for (int s = 0; s < 2; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+// the waits for the (up to) two rounds still in flight after the last issue (false: one timed out);
+__device__ __forceinline__ bool wait_last_rounds(uint64_t* bars, int rounds, int* flag) {
+  for (int q = (rounds > 2 ? rounds - 2 : 0); q < rounds; ++q)
+    if (!wait_parity(s32(&bars[q & 1]), (q / 2) & 1, flag)) return false;
+  return true;
+}
+// the end stamps and the CTA's times[4*cta + {0..3}] = clock64 start, end, %globaltimer start, end.
+__device__ __forceinline__ void write_times(long long* times, long long t0, uint64_t g0) {
+  const long long t1 = clock64();
+  const uint64_t g1 = gtimer();
+  times[4 * blockIdx.x + 0] = t0;
+  times[4 * blockIdx.x + 1] = t1;
+  times[4 * blockIdx.x + 2] = static_cast<long long>(g0);
+  times[4 * blockIdx.x + 3] = static_cast<long long>(g1);
+}
+
 extern "C" __global__ void __launch_bounds__(32, 1)
     tma_width_stream(const __grid_constant__ CUtensorMap map, int ncol, int lncol, int nrow, int w,
                      int r, int rounds, int k, long long* __restrict__ times, int* __restrict__ flag,
@@ -55,10 +79,7 @@ extern "C" __global__ void __launch_bounds__(32, 1)
   const int sh = share > 0 ? share : 1;
   const int grp = blockIdx.x / sh, ngrp = (gridDim.x + sh - 1) / sh;  // once, outside the loop
   const int lead = (blockIdx.x % sh) * lag;  // member j of a group runs j x lag boxes ahead in the sequence
-  for (int s = 0; s < 2; ++s)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("prefetch.tensormap [%0];" ::"l"(&map) : "memory");
+  init_round_bars(bars, &map);
   const long long t0 = clock64();
   const uint64_t g0 = gtimer();
   int box = 0;
@@ -75,14 +96,8 @@ extern "C" __global__ void __launch_bounds__(32, 1)
           ::"r"(base + (half * k + j) * box_bytes), "l"(&map), "r"(c0), "r"(c1), "r"(bar) : "memory");
     }
   }
-  for (int q = (rounds > 2 ? rounds - 2 : 0); q < rounds; ++q)
-    if (!wait_parity(s32(&bars[q & 1]), (q / 2) & 1, flag)) return;
-  const long long t1 = clock64();
-  const uint64_t g1 = gtimer();
-  times[4 * blockIdx.x + 0] = t0;
-  times[4 * blockIdx.x + 1] = t1;
-  times[4 * blockIdx.x + 2] = static_cast<long long>(g0);
-  times[4 * blockIdx.x + 3] = static_cast<long long>(g1);
+  if (!wait_last_rounds(bars, rounds, flag)) return;
+  write_times(times, t0, g0);
 }
 
 // tma_gemm_stream: the load side of a GEMM mainloop without the math. CTA c of a gm x gn grid
@@ -102,10 +117,7 @@ extern "C" __global__ void __launch_bounds__(32, 1)
   if (threadIdx.x != 0) return;
   const int mi = blockIdx.x / gn, ni = blockIdx.x % gn;  // once, outside the loop
   const int rowa = mi * r, rowb = (gm + ni) * r;
-  for (int s = 0; s < 2; ++s)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s32(&bars[s])) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("prefetch.tensormap [%0];" ::"l"(&map) : "memory");
+  init_round_bars(bars, &map);
   const long long t0 = clock64();
   const uint64_t g0 = gtimer();
   int box = 0;
@@ -125,12 +137,6 @@ extern "C" __global__ void __launch_bounds__(32, 1)
       while (clock64() - s < delay) {}
     }
   }
-  for (int q = (rounds > 2 ? rounds - 2 : 0); q < rounds; ++q)
-    if (!wait_parity(s32(&bars[q & 1]), (q / 2) & 1, flag)) return;
-  const long long t1 = clock64();
-  const uint64_t g1 = gtimer();
-  times[4 * blockIdx.x + 0] = t0;
-  times[4 * blockIdx.x + 1] = t1;
-  times[4 * blockIdx.x + 2] = static_cast<long long>(g0);
-  times[4 * blockIdx.x + 3] = static_cast<long long>(g1);
+  if (!wait_last_rounds(bars, rounds, flag)) return;
+  write_times(times, t0, g0);
 }
