@@ -41,14 +41,74 @@ COLS = 4096  # elements per row: 8 KB pitch, as A or B of a K = 4096 GEMM
 SWZ = {16: "32B", 32: "64B", 64: "128B"}
 
 
-def _compile(out: pathlib.Path):
+def _compile_kernels(out: pathlib.Path, names: tuple[str, ...]) -> dict:
+    """nvcc micro_tma_width.cu (-O3) into `out`; its kernels `names`, each allowed 200 KB of dynamic smem."""
     import cupy as cp
 
     cubin = out / "micro_tma_width.cubin"
     nvcc_cubin(SRC, cubin, NVCC_O3)
-    fn = cp.RawModule(path=str(cubin)).get_function("tma_width_stream")
-    fn.max_dynamic_shared_size_bytes = 200 * 1024
-    return fn
+    mod = cp.RawModule(path=str(cubin))
+    fns = {name: mod.get_function(name) for name in names}
+    for fn in fns.values():
+        fn.max_dynamic_shared_size_bytes = 200 * 1024
+    return fns
+
+
+def _compile(out: pathlib.Path):
+    """The tma_width_stream kernel (also micro_clock's stream)."""
+    return _compile_kernels(out, ("tma_width_stream",))["tma_width_stream"]
+
+
+def _width_args(tmap, ncol: int, nrow: int, w: int, r: int, rounds: int, k: int, times, flag,
+                share: int, lag: int) -> tuple:
+    """tma_width_stream's launch arguments (nrow: the row-block count the box sequence wraps at)."""
+    return (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow), np.int32(w),
+            np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(share), np.int32(lag))
+
+
+def _launches(fn, grid: int, args: tuple, smem: int, times, reps: int):
+    """One warm-up launch of `fn` (grid CTAs of 32 threads, `smem` dynamic bytes), then `reps`
+    timed ones: yields each launch's times as a (grid, 4) array (clock64 start, end, %globaltimer
+    start, end per CTA)."""
+    import cupy as cp
+
+    fn((grid,), (32,), args, shared_mem=smem)  # warm
+    for _ in range(reps):
+        fn((grid,), (32,), args, shared_mem=smem)
+        cp.cuda.Device().synchronize()
+        yield cp.asnumpy(times).reshape(grid, 4)
+
+
+def _span_and_clock(t: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """A launch's clock64 span per CTA, its median over CTAs, and the median SM clock in MHz (SM
+    cycles per %globaltimer ns x 1e3)."""
+    span = (t[:, 1] - t[:, 0]).astype(float)
+    return span, float(np.median(span)), float(np.median(span / np.maximum(t[:, 3] - t[:, 2], 1) * 1e3))
+
+
+def _check_flag(flag, kernel: str, config: str) -> None:
+    """A spin wait hit SPIN_LIMIT in some CTA (the kernel set `flag`): the timings are void."""
+    if int(flag.get()[0]):
+        raise RuntimeError(f"{kernel} timed out ({config})")
+
+
+def _median_cycles_and_clock(fn, grid: int, args: tuple, smem: int, times, flag, reps: int,
+                             kernel: str, config: str) -> tuple[float, float]:
+    """Median over `reps` launches (after a warm-up) of the median CTA span (SM cycles) and of the
+    median SM clock (MHz); `kernel` and `config` name the launch if a wait timed out."""
+    per, clk = [], []
+    for t in _launches(fn, grid, args, smem, times, reps):
+        _, cyc, mhz = _span_and_clock(t)
+        per.append(cyc)
+        clk.append(mhz)
+    _check_flag(flag, kernel, config)
+    return statistics.median(per), statistics.median(clk)
+
+
+def _rates(cyc: float, per_cta: int, box_bytes: int, r: int) -> dict:
+    """The rate fields every record of this file starts with (per CTA = per SM: one CTA each)."""
+    return {"cycles_per_box": cyc / per_cta, "bytes_per_cycle_per_sm": per_cta * box_bytes / cyc,
+            "rows_per_cycle_per_sm": per_cta * r / cyc}
 
 
 def run(out: pathlib.Path) -> pathlib.Path:
@@ -73,31 +133,18 @@ def run(out: pathlib.Path) -> pathlib.Path:
                     rounds = max(16, min(512, int(16e6 / box_bytes / grid / k)))
                     per_cta = rounds * k
                     times = cp.zeros(4 * grid, dtype=cp.int64)
-                    args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow),
-                            np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(1), np.int32(0))
+                    args = _width_args(tmap, ncol, nrow, w, r, rounds, k, times, flag, 1, 0)
                     smem = 1024 + 2 * k * box_bytes
-                    fn((grid,), (32,), args, shared_mem=smem)  # warm
-                    per, clk = [], []
-                    for _ in range(3):
-                        fn((grid,), (32,), args, shared_mem=smem)
-                        cp.cuda.Device().synchronize()
-                        t = cp.asnumpy(times).reshape(grid, 4)
-                        cyc = float(np.median(t[:, 1] - t[:, 0]))
-                        per.append(cyc)
-                        clk.append(float(np.median((t[:, 1] - t[:, 0]) / np.maximum(t[:, 3] - t[:, 2], 1) * 1e3)))
-                    if int(flag.get()[0]):
-                        raise RuntimeError(f"tma_width_stream timed out ({where} {w}x{r})")
-                    cyc = statistics.median(per)
+                    cyc, mhz = _median_cycles_and_clock(fn, grid, args, smem, times, flag, 3,
+                                                        "tma_width_stream", f"{where} {w}x{r}")
                     name = f"{where},w{2 * w}B,r{r},sms{grid}"
                     results[name] = {
-                        "cycles_per_box": cyc / per_cta,
-                        "bytes_per_cycle_per_sm": per_cta * box_bytes / cyc,
-                        "rows_per_cycle_per_sm": per_cta * r / cyc,
+                        **_rates(cyc, per_cta, box_bytes, r),
                         "box_bytes": box_bytes, "boxes_per_round": k, "boxes_per_cta": per_cta,
-                        "sm_clock_mhz": statistics.median(clk),
+                        "sm_clock_mhz": mhz,
                     }
                     print(f"{name}: {cyc / per_cta:.1f} cyc/box, {per_cta * box_bytes / cyc:.1f} B/cyc/SM, "
-                          f"{per_cta * r / cyc:.3f} rows/cyc/SM at {statistics.median(clk):.0f} MHz", flush=True)
+                          f"{per_cta * r / cyc:.3f} rows/cyc/SM at {mhz:.0f} MHz", flush=True)
         del buf
     payload = {
         "measures": ["H100Timing TMA per-row (per L2 request) cost vs box inner width"],
@@ -157,33 +204,24 @@ def run_share(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5, stag
         rounds = max(16, int(per_cta_bytes / (k * box_bytes)))
         per_cta = rounds * k
         times = cp.zeros(4 * grid, dtype=cp.int64)
-        args = (maps[(w, r)], np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(nrow),
-                np.int32(w), np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(share),
-                np.int32(lag))
+        args = _width_args(maps[(w, r)], ncol, nrow, w, r, rounds, k, times, flag, share, lag)
         smem = 1024 + 2 * k * box_bytes
-        fn((grid,), (32,), args, shared_mem=smem)  # warm
         per, clk, slow, chip, skew = [], [], [], [], []
         ngrp = -(-grid // share)
         grp = np.arange(grid) // share
-        for _ in range(reps):
-            fn((grid,), (32,), args, shared_mem=smem)
-            cp.cuda.Device().synchronize()
-            t = cp.asnumpy(times).reshape(grid, 4)
-            span = (t[:, 1] - t[:, 0]).astype(float)
-            per.append(float(np.median(span)))
+        for t in _launches(fn, grid, args, smem, times, reps):
+            span, cyc, mhz = _span_and_clock(t)
+            per.append(cyc)
             slow.append(float(span.max()))
-            clk.append(float(np.median(span / np.maximum(t[:, 3] - t[:, 2], 1) * 1e3)))
+            clk.append(mhz)
             chip.append(grid * per_cta * box_bytes / max(int(t[:, 3].max() - t[:, 2].min()), 1) / 1e3)
             skew.append(float(np.median([np.ptp(t[grp == i, 2]) for i in range(ngrp)])))
-        if int(flag.get()[0]):
-            raise RuntimeError(f"tma_width_stream timed out (w{2 * w}B r{r} g{share} sms{grid})")
+        _check_flag(flag, "tma_width_stream", f"w{2 * w}B r{r} g{share} sms{grid}")
         cyc, mhz = statistics.median(per), statistics.median(clk)
         bpc = per_cta * box_bytes / cyc
         name = f"L2,w{2 * w}B,r{r},g{share},sms{grid}" + (f",lag{lag}" if stagger else "")
         results[name] = {
-            "cycles_per_box": cyc / per_cta,
-            "bytes_per_cycle_per_sm": bpc,
-            "rows_per_cycle_per_sm": per_cta * r / cyc,
+            **_rates(cyc, per_cta, box_bytes, r),
             "box_bytes": box_bytes,
             "sm_clock_mhz": mhz,
             "share_group": share,
@@ -242,12 +280,7 @@ def run_gemm(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pa
     import cupy as cp
 
     out.mkdir(parents=True, exist_ok=True)
-    cubin = out / "micro_tma_width.cubin"
-    nvcc_cubin(SRC, cubin, NVCC_O3)
-    mod = cp.RawModule(path=str(cubin))
-    fns = {name: mod.get_function(name) for name in ("tma_gemm_stream", "tma_width_stream")}
-    for fn in fns.values():
-        fn.max_dynamic_shared_size_bytes = 200 * 1024
+    fns = _compile_kernels(out, ("tma_gemm_stream", "tma_width_stream"))
     nsm = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     gm, gn = 12, nsm // 12
     grid = gm * gn
@@ -272,26 +305,13 @@ def run_gemm(out: pathlib.Path, per_cta_bytes: float = 4e6, reps: int = 5) -> pa
                         np.int32(rounds), np.int32(k), times, flag, np.int32(delay))
             else:
                 fn, g = fns["tma_width_stream"], grid
-                args = (tmap, np.int32(ncol), np.int32(ncol.bit_length() - 1), np.int32(1 << (nrow.bit_length() - 1)), np.int32(w),
-                        np.int32(r), np.int32(rounds), np.int32(k), times, flag, np.int32(1), np.int32(0))
+                args = _width_args(tmap, ncol, 1 << (nrow.bit_length() - 1), w, r, rounds, k, times, flag, 1, 0)
             smem = 1024 + 2 * k * box_bytes
-            fn((g,), (32,), args, shared_mem=smem)  # warm
-            per, clk = [], []
-            for _ in range(reps):
-                fn((g,), (32,), args, shared_mem=smem)
-                cp.cuda.Device().synchronize()
-                t = cp.asnumpy(times).reshape(g, 4)
-                span = (t[:, 1] - t[:, 0]).astype(float)
-                per.append(float(np.median(span)))
-                clk.append(float(np.median(span / np.maximum(t[:, 3] - t[:, 2], 1) * 1e3)))
-            if int(flag.get()[0]):
-                raise RuntimeError(f"tma gemm stream timed out (w{2 * w}B {kind} delay {delay})")
-            cyc, mhz = statistics.median(per), statistics.median(clk)
+            cyc, mhz = _median_cycles_and_clock(fn, g, args, smem, times, flag, reps,
+                                                "tma gemm stream", f"w{2 * w}B {kind} delay {delay}")
             name = f"L2,w{2 * w}B,r{r},{kind},delay{delay},sms{g}"
             results[name] = {
-                "cycles_per_box": cyc / per_cta,
-                "bytes_per_cycle_per_sm": per_cta * box_bytes / cyc,
-                "rows_per_cycle_per_sm": per_cta * r / cyc,
+                **_rates(cyc, per_cta, box_bytes, r),
                 "chip_rows_per_cycle": per_cta * r / cyc * g,
                 "box_bytes": box_bytes, "boxes_per_round": k, "boxes_per_cta": per_cta,
                 "delay_cycles_per_round": delay, "grid": [gm, gn] if kind == "gemm" else [g, 1],
