@@ -104,7 +104,7 @@ class WarpState:
     `active` (the running path of a divergent branch: simt.py; all live lanes when converged)."""
 
     __slots__ = ("w", "pc", "done", "lanes", "active", "nactive", "full", "block", "wg", "sreg", "last_phase",
-                 "uni", "sreg_uni", "none", "exists", "live", "nlive", "rpc", "stack", "parked", "deferred", "met",
+                 "uni", "sreg_uni", "none", "exists", "nexists", "live", "nlive", "rpc", "stack", "parked", "deferred", "met",
                  "where", "rows")
 
     def __init__(self, w: int, num_threads: int, sregs: dict, num_regs: int = 0, sreg_uni: dict | None = None):
@@ -117,7 +117,7 @@ class WarpState:
         self.nactive = int(self.active.sum())
         self.full = self.nactive == WARP
         self.exists = self.live = self.active
-        self.nlive = self.nactive
+        self.nlive = self.nexists = self.nactive  # nexists: lanes of `exists` (never changes)
         self.rpc = NO_RPC                 # the running path's reconvergence pc (simt.py)
         self.stack: list = []             # suspended (pc, lanes, rpc) entries (simt.py)
         self.parked: dict = {}            # pc -> simt.Park: lanes waiting there for other lanes (simt.converge/rendezvous)

@@ -293,10 +293,11 @@ def collective(kind: str, body):
     def fn(ex, ws, mask):
         g = ex.wgs[ws.wg]
         first = 4 * g.g
-        mask = whole_warp(ws, mask, "warpgroup-collective instruction")
+        if mask is not ws.active or ws.nactive != ws.nlive:  # (whole_warp's converged case inlined)
+            mask = whole_warp(ws, mask, "warpgroup-collective instruction")
         if mask is None:
             return Effect(kind=Kind.ALU, warp=ws.w, lanes=0)
-        if ws.nlive != int(np.count_nonzero(ws.exists)):
+        if ws.nlive != ws.nexists:
             raise DivergentBarrier(f"warpgroup-collective instruction after {why_absent(ws, ws.exists & ~ws.live)}: "
                                    f"wgmma/setmaxnreg need every thread of the warpgroup (PTX ISA: .sync.aligned)")
         if first + 4 > ex.num_warps or ws.nactive != 32:

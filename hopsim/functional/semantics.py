@@ -242,17 +242,17 @@ def scalar_getter(opnd, t: str, ctx: Ctx):
     if isinstance(opnd, Reg):
         row = ctx.row(opnd)
         if w >= 64 or w == 1:
-            return lambda ex, ws: ws.uni[row]
+            return _tagged(lambda ex, ws: ws.uni[row], uni_row=(row, None))
         def g(ex, ws):
             v = ws.uni[row]
             return None if v is None else v & m
-        return g
+        return _tagged(g, uni_row=(row, m))
     if isinstance(opnd, Imm):
         v = opnd.value
         if isinstance(v, float):
             return None
         c = int(v) & m if w > 1 else int(v != 0)
-        return lambda ex, ws: c
+        return _tagged(lambda ex, ws: c, const=c)
     if isinstance(opnd, SReg):
         name = opnd.name
         if name in CLOCKS:
@@ -293,12 +293,63 @@ def signed(v: int, w: int) -> int:
     return v - (1 << w) if v >> (w - 1) else v
 
 
+def _tagged(g, **what):
+    """A scalar getter with what it reads declared (`uni_row`: (row, mask or None: unmasked),
+    `const`: its value), for `with_scalar`'s specialised two-operand forms."""
+    for k, v in what.items():
+        setattr(g, k, v)
+    return g
+
+
+def _two_operand(vec_fn, ga, gb, dst_row: int, sfn, m: int):
+    """with_scalar's fast path for a register and an immediate or a register (the common ALU
+    forms): the getters' reads inlined, the same values and fallbacks."""
+    ra, ma = ga.uni_row
+    if hasattr(gb, "const"):
+        cb = gb.const
+
+        def fn(ex, ws, mask):
+            if mask is ws.active and ws.full:
+                a = ws.uni[ra]
+                if a is not None:
+                    r = sfn(a if ma is None else a & ma, cb) & m
+                    ws.uni[dst_row] = r
+                    v = ws.rows[dst_row]
+                    if v is None:
+                        v = ws.rows[dst_row] = ex.bits[dst_row, ws.lanes]
+                    v.fill(r)
+                    return None
+            ws.uni[dst_row] = None
+            return vec_fn(ex, ws, mask)
+    else:
+        rb, mb = gb.uni_row
+
+        def fn(ex, ws, mask):
+            if mask is ws.active and ws.full:
+                uni = ws.uni
+                a, b = uni[ra], uni[rb]
+                if a is not None and b is not None:
+                    r = sfn(a if ma is None else a & ma, b if mb is None else b & mb) & m
+                    uni[dst_row] = r
+                    v = ws.rows[dst_row]
+                    if v is None:
+                        v = ws.rows[dst_row] = ex.bits[dst_row, ws.lanes]
+                    v.fill(r)
+                    return None
+            ws.uni[dst_row] = None
+            return vec_fn(ex, ws, mask)
+    fn.scalar_aware = True
+    return fn
+
+
 def with_scalar(vec_fn, getters, dst_row: int, sfn, width: int):
     """ALU op with a warp-uniform fast path: sfn(*ints) -> int result bits (masked to width)."""
     m = (1 << width) - 1 if width > 1 else 1
     if any(g is None for g in getters):
         return invalidating(vec_fn, (dst_row,))
     n = len(getters)
+    if n == 2 and hasattr(getters[0], "uni_row") and (hasattr(getters[1], "uni_row") or hasattr(getters[1], "const")):
+        return _two_operand(vec_fn, getters[0], getters[1], dst_row, sfn, m)
 
     def fn(ex, ws, mask):
         if mask is ws.active and ws.full:

@@ -271,6 +271,29 @@ class MemorySystem:
             self.wb_debt = self.wb_room
         return t + self.jitter(self.l2_latency)
 
+    def write_lines(self, arrival: float, lines: dict) -> None:
+        """`write(arrival, ("line", a), b)` for each line a -> b bytes of `lines`, in order (a warp's
+        st.global, sm.py): the same arithmetic, with the per-call work hoisted where a store does
+        not allocate and has no port (the partitioned mode's links)."""
+        if self.allocates or self.port is not None:
+            for a, b in lines.items():
+                self.write(arrival, ("line", a), b)
+            return
+        l2_reserve, hbm_reserve = self.l2_pipe.reserve, self.hbm_pipe.reserve
+        l2_bw, wr_bw, room, jitter, lat = self.l2_bw, self.hbm_wr_bw, self.wb_room, self.jitter, self.l2_latency
+        for b in lines.values():
+            self.bytes_to_l2 += b
+            self.bytes_to_hbm += b
+            t = l2_reserve(arrival, b / l2_bw, "store")
+            if self.wb_debt:
+                self._drain(t)
+            self.wb_debt += b
+            excess = self.wb_debt - room
+            if excess > 0:  # the dirty share of L2 is full: written back as it arrives
+                hbm_reserve(t, excess / wr_bw, "write-back")
+                self.wb_debt = room
+            jitter(lat)
+
     def _forget(self) -> None:
         """Drop the links' busy intervals that ended before the clock (GapPipe.forget_before)."""
         now = self.now()
@@ -318,6 +341,10 @@ class SharedPort:
 
     def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
         return self.memory.write(arrival, key, nbytes, self)
+
+    def write_lines(self, arrival: float, lines: dict) -> None:
+        for a, b in lines.items():
+            self.memory.write(arrival, ("line", a), b, self)
 
 
 class SmLink(MemorySystem):

@@ -114,9 +114,21 @@ def op_costs(prog, costs: dict[str, ClassCost]) -> dict[int, ClassCost]:
     got = getattr(prog, "_op_costs", None)
     if got is not None and got[0] is costs:
         return got[1]
-    table = {op.index: costs[classify(op.instr)] for op in prog.ops if op.instr is not None}
+    table = CostTable((op.index, costs[classify(op.instr)]) for op in prog.ops if op.instr is not None)
+    table.steps = {op.index: (op.rows, op.guard_row, table[op.index].latency, op.rows_written, table[op.index].pipe,
+                              table[op.index].pipe_id, table[op.index].warp) for op in prog.ops if op.index in table}
     prog._op_costs = (costs, table)
     return table
+
+
+class CostTable(dict):
+    """Body index -> ClassCost; `steps`: body index -> (rows, guard row, latency, rows written, pipe,
+    pipe_id, warp), the same costs with the op's rows, flat for `schedule_run`'s loop."""
+
+    steps: dict = {}
+
+    def __deepcopy__(self, memo):
+        return self  # read-only, one per program and costs (fork.py's copies share it)
 
 
 def schedule_run(run, table: dict[int, ClassCost], start: float, pipes: list, ready: dict) -> float:
@@ -129,25 +141,28 @@ def schedule_run(run, table: dict[int, ClassCost], start: float, pipes: list, re
     t = start
     end = start
     occ: dict = {}
+    steps = table.steps if isinstance(table, CostTable) else {
+        i: (op.rows, op.guard_row, c.latency, op.rows_written, c.pipe, c.pipe_id, c.warp)
+        for op in run for i, c in ((op.index, table[op.index]),)}
+    get = ready.get
     for op in run:
-        c = table[op.index]
+        rows, g, latency, written, pipe, pipe_id, warp = steps[op.index]
         need = t
         if ready:
-            for r in op.rows:
-                x = ready.get(r)
+            for r in rows:
+                x = get(r)
                 if x is not None and x > need:
                     need = x
-            g = op.guard_row
             if g is not None:
-                x = ready.get(g)
+                x = get(g)
                 if x is not None and x > need:
                     need = x
-        done = need + c.latency
-        for r in op.rows_written:
+        done = need + latency
+        for r in written:
             ready[r] = done
-        if c.pipe:
-            occ[c.pipe_id] = occ.get(c.pipe_id, 0.0) + c.pipe
-        t = need + c.warp
+        if pipe:
+            occ[pipe_id] = occ.get(pipe_id, 0.0) + pipe
+        t = need + warp
     if t > end:
         end = t
     for pid, o in occ.items():

@@ -616,8 +616,7 @@ class CtaRun:
             nb = sum(lines.values())
             sm.gmem_sectors += nb // SECTOR
             left = sm.gst.reserve(issued, nb / self.c.gst_bw, "st.global") if nb else issued
-            for a, b in lines.items():
-                mem.write(left, ("line", a), b)
+            mem.write_lines(left, lines)
             return left
         done = issued
         gld = sm.gld

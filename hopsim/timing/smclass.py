@@ -38,6 +38,7 @@ from __future__ import annotations
 import gc
 import heapq
 import math
+from heapq import heappop
 
 import simpy
 
@@ -47,6 +48,13 @@ from isa.errors import HopsimError
 
 FULL_GC_EVERY = 1000
 """Generation-1 collections between two full ones while a grid runs (Python's default: 10)."""
+
+
+def step_failed(event) -> None:
+    """simpy Environment.step on a failed event nobody defused: raise a copy of its exception."""
+    exc = type(event._value)(*event._value.args)
+    exc.__cause__ = event._value
+    raise exc
 
 
 class NotMemoisable(Exception):
@@ -125,19 +133,26 @@ class _SmClass:
     def advance(self) -> float | None:
         """Run to the next CTA exit(s); return their cycle, or None when the class is done."""
         env, limit = self.env, self.co.max_cycles
-        while not self.exits:
-            t = env.peek()
-            if t == math.inf:
+        queue, step, exits = env._queue, env.step, self.exits  # (peek() and step() inlined: the hot loop)
+        if limit is None:
+            limit = math.inf
+        while not exits:
+            if not queue:
                 if self.live:
                     run = min(self.live, key=lambda r: r.ex.cta_linear)
                     raise run.ex.deadlock_error()
                 return None
-            if limit is not None and t > limit:
+            if queue[0][0] > limit:
                 self.co.limit_hit(self.live)
-            env.step()
-        t = self.exits[0]
-        while env.peek() == t:
-            env.step()
+            env._now, _, _, event = heappop(queue)  # simpy Environment.step, without its
+            callbacks, event.callbacks = event.callbacks, None  # StopSimulation case (env.run's only)
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                step_failed(event)
+        t = exits[0]
+        while queue and queue[0][0] == t:
+            step()
         return t
 
 
