@@ -72,6 +72,17 @@ same numbers: fingerprint 0 differing points, every cycle count below identical)
   clocked point   s1 2.68 -> 2.40, s2 2.79 -> 2.49, s3 3.01 -> 2.67, s4 1.24 -> 0.94, s5 1.65 -> 1.29,
                   s6 1.29 -> 0.94, box8 s2 3.57 -> 2.74 (alone, alternating, load 3.2-3.6: 2.97-3.01 ->
                   2.71-2.77 for the last commit), box8 elect 2.89 -> 1.96 (target 3 s: all points)
+Measured again (2-core machine at load 1.5-1.9, CPU seconds, side by side, alternating; model of
+13170e7 (partial L2 sharing, 462ce87); before = b7d322f, after = branch speed4: SM-class advance
+steps simpy's queue inline, flat per-op ALU cost tuples, inlined two-operand uniform ALU ops, cheaper
+warpgroup rendezvous checks, a warp's st.global lines written in one call; same numbers: fingerprint 0
+differing points, every cycle count below identical). Why s1-s3 rose at 462ce87 (2.4-2.7 -> 3.6-3.9):
+the clock solve takes 3 simulations instead of 2 (s1 1980 -> 1590 -> 1605 MHz, was 1980 -> 1545; s2
+-> 1485 -> 1440, was -> 1425; s3 -> 1440 -> 1380, was -> 1380), each ~1.2-1.4 CPU-s; the SM classes
+did not change (4 classes, 3 splits, 30-31 detailed CTAs per simulation either way):
+  clocked point   s1 3.71, 3.71 -> 3.53, 3.57, s2 3.60, 3.58 -> 3.40, 3.40, s3 3.80, 3.79 -> 3.62, 3.58,
+                  box8 s2 2.82, 2.78 -> 2.71, 2.69 (target 3 s: not met for s1-s3; one simulation of
+                  s1-s3 ~1.1-1.2 CPU-s, 3 of them)
 What is left: the dispatch-time L2 walk (2M tile accesses of an OrderedDict LRU,
 memory.L2Residency.access_all, ~0.2 s of the box8 s2 simulation) and the tile plan's four full
 sample captures (~0.25 s); a simulation of s1-s3 costs ~0.7-1.0 s, about 40% of it the functional
