@@ -111,12 +111,27 @@ def test_clock64_reads_the_sm_cycle():
     assert run.out("out", np.int64)[0] == -(-(4 * gap) // 1)
 
 
-@pytest.mark.slow
-def test_every_family_through_simulate():
-    rows = simulate_micro_ir()
-    assert set(rows) == {f for f in FAMILIES if f in REC}
+#: families whose replay takes tens of CPU-minutes (membw: 101 launches of up to all SMs streaming
+#: from HBM): run by the `exhaustive` marker, not by `-m slow` (which CI runs after the tests)
+LONG_FAMILIES = ("membw",)
+
+
+def _check_families(names):
+    rows = simulate_micro_ir(names)
+    assert set(rows) == {f for f in names if f in REC}
     for name, rs in rows.items():
         assert rs and all(np.isfinite(r.simulated) and r.simulated > 0 for r in rs), name
         f = fit(rs)
         assert 0 <= f["within_checks"] <= f["checks"] <= f["rows"]
     print(summary(rows))
+
+
+@pytest.mark.slow
+def test_every_family_through_simulate():
+    """Every microbenchmark family but the long ones through simulate() (about 9 CPU-minutes)."""
+    _check_families([f for f in FAMILIES if f not in LONG_FAMILIES])
+
+
+@pytest.mark.exhaustive
+def test_long_families_through_simulate():
+    _check_families([f for f in FAMILIES if f in LONG_FAMILIES])
