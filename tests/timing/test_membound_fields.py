@@ -21,28 +21,36 @@ from isa.ir.parser import parse
 GPU = load_gpu("h100_sxm", calibrated=False)
 
 
-def _strided_load(stride: int, gpu) -> float:
-    """Cycles of one warp that loads one f32 per lane at lane stride `stride` bytes and stores it."""
+def _load_store(gpu, stride: int, block: int, inp_words: int, vec4: bool = False) -> float:
+    """Cycles of one CTA of `block` threads, each lane loading at lane stride `stride` bytes (one f32,
+    or 16 B with `vec4`) from an input of `inp_words` u64 words and storing it."""
+    regs, load, store = ((".reg .f32 %f<8>\n", "ld.global.f32 %f0, [%rd2];", "st.global.f32 [%rd9], %f0;")
+                         if not vec4 else
+                         ("", "ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd2];", "st.global.u32 [%rd9], %r1;"))
     src = f"""
 .kernel k
 .param .u64 inp, out
 .reg .u32 %r<8>
 .reg .u64 %rd<16>
-.reg .f32 %f<8>
-    ld.param.u64 %rd0, [inp];
+{regs}    ld.param.u64 %rd0, [inp];
     ld.param.u64 %rd9, [out];
     mov.u32 %r0, %tid.x;
     mul.wide.u32 %rd1, %r0, {stride};
     add.u64 %rd2, %rd0, %rd1;
-    ld.global.f32 %f0, [%rd2];
-    st.global.f32 [%rd9], %f0;
+    {load}
+    {store}
     exit;
 """
     gm = GlobalMemory()
-    a = gm.alloc("inp", np.zeros(1 << 12, dtype=np.uint64))
+    a = gm.alloc("inp", np.zeros(inp_words, dtype=np.uint64))
     b = gm.alloc("out", np.zeros(1 << 4, dtype=np.uint64))
-    return simulate(parse(src), Launch(grid=1, block=32, params={"inp": a, "out": b}), gpu, gmem=gm,
+    return simulate(parse(src), Launch(grid=1, block=block, params={"inp": a, "out": b}), gpu, gmem=gm,
                     loop="single").cycles
+
+
+def _strided_load(stride: int, gpu) -> float:
+    """Cycles of one warp that loads one f32 per lane at lane stride `stride` bytes and stores it."""
+    return _load_store(gpu, stride, 32, 1 << 12)
 
 
 def test_defaults_are_off():
@@ -66,26 +74,7 @@ def test_line_issue_delays_the_last_line_by_the_further_lines_times_the_interval
 
 def _two_warps_one_line_each(gpu) -> float:
     """Cycles of two warps of one SM, each loading one line (f32 per lane, stride 4)."""
-    src = """
-.kernel k
-.param .u64 inp, out
-.reg .u32 %r<8>
-.reg .u64 %rd<16>
-.reg .f32 %f<8>
-    ld.param.u64 %rd0, [inp];
-    ld.param.u64 %rd9, [out];
-    mov.u32 %r0, %tid.x;
-    mul.wide.u32 %rd1, %r0, 4;
-    add.u64 %rd2, %rd0, %rd1;
-    ld.global.f32 %f0, [%rd2];
-    st.global.f32 [%rd9], %f0;
-    exit;
-"""
-    gm = GlobalMemory()
-    a = gm.alloc("inp", np.zeros(1 << 12, dtype=np.uint64))
-    b = gm.alloc("out", np.zeros(1 << 4, dtype=np.uint64))
-    return simulate(parse(src), Launch(grid=1, block=64, params={"inp": a, "out": b}), gpu, gmem=gm,
-                    loop="single").cycles
+    return _load_store(gpu, 4, 64, 1 << 12)
 
 
 def test_line_issue_does_not_hold_other_warps_requests():
@@ -132,25 +121,7 @@ def test_sm_link_cap(sms):
 
 def _warps_load_vec4(warps: int, gpu) -> float:
     """Cycles of one CTA of `warps` warps, each lane loading 16 B (512 B per warp, 4 lines)."""
-    src = """
-.kernel k
-.param .u64 inp, out
-.reg .u32 %r<8>
-.reg .u64 %rd<16>
-    ld.param.u64 %rd0, [inp];
-    ld.param.u64 %rd9, [out];
-    mov.u32 %r0, %tid.x;
-    mul.wide.u32 %rd1, %r0, 16;
-    add.u64 %rd2, %rd0, %rd1;
-    ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd2];
-    st.global.u32 [%rd9], %r1;
-    exit;
-"""
-    gm = GlobalMemory()
-    a = gm.alloc("inp", np.zeros(warps * 64, dtype=np.uint64))
-    b = gm.alloc("out", np.zeros(1 << 4, dtype=np.uint64))
-    return simulate(parse(src), Launch(grid=1, block=32 * warps, params={"inp": a, "out": b}), gpu, gmem=gm,
-                    loop="single").cycles
+    return _load_store(gpu, 16, 32 * warps, warps * 64, vec4=True)
 
 
 def test_load_path_bounds_an_sms_read_rate():
