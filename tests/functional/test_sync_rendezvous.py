@@ -16,21 +16,9 @@ from hopsim.functional.runner import run_kernel
 from isa.ir import parse
 
 from _func_helpers import GlobalMemory, Launch
+from _lane_kernels import lane_head
 
-HEAD = """
-.kernel t
-.param .u64 out
-.reg .u32 %r<16>
-.reg .u64 %rd<4>
-.reg .pred %p<8>
-    mov.u32 %r0, %tid.x;
-    and.b32 %r1, %r0, 31;
-    ld.param.u64 %rd0, [out];
-    mul.wide.u32 %rd1, %r0, 4;
-    add.u64 %rd2, %rd0, %rd1;
-    mul.lo.u32 %r2, %r0, 3;
-    add.u32 %r3, %r0, 100;
-    and.b32 %r8, %r0, 5;
+HEAD = lane_head("t", 16, 8) + """    and.b32 %r8, %r0, 5;
     setp.eq.u32 %p2, %r8, 1;
     setp.eq.u32 %p3, %r8, 4;
     mov.u32 %r4, 7;

@@ -14,6 +14,8 @@ from hopsim.functional.gmem import GlobalMemory
 from hopsim.timing.runner import simulate
 from isa.ir.parser import parse
 
+from _lane_kernels import lane_head
+
 GPU = load_gpu("h100_sxm")
 
 KERNEL = """
@@ -103,20 +105,7 @@ def test_memo_refuses_divergent_kernels_and_equals_detailed():
 
 
 
-RENDEZVOUS = """
-.kernel r
-.param .u64 out
-.reg .u32 %r<12>
-.reg .u64 %rd<4>
-.reg .pred %p<4>
-    mov.u32 %r0, %tid.x;
-    and.b32 %r1, %r0, 31;
-    ld.param.u64 %rd0, [out];
-    mul.wide.u32 %rd1, %r0, 4;
-    add.u64 %rd2, %rd0, %rd1;
-    mul.lo.u32 %r2, %r0, 3;
-    add.u32 %r3, %r0, 100;
-    setp.lt.u32 %p0, %r1, 16;
+RENDEZVOUS = lane_head("r", 12, 4) + """    setp.lt.u32 %p0, %r1, 16;
 {body}
     st.global.u32 [%rd2], %r4;
     exit;
