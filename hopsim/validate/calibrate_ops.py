@@ -104,15 +104,25 @@ def barrier_table(rec: dict) -> dict[str, float]:
     return out
 
 
-def derive_ops(records_dir: pathlib.Path) -> dict[str, tuple[float, str]]:
-    """"ops.<op>.<quantity>" and "ops.<barrier quantity>" -> (value, source); {} without the record."""
+def _load_ops(records_dir: pathlib.Path) -> tuple[dict, str] | None:
+    """The micro_ops record of `records_dir` and the source prefix naming it (device, date, commit);
+    None without the record."""
     path = pathlib.Path(records_dir) / OPS_FILE
     if not path.exists():
-        return {}
+        return None
     rec = json.loads(path.read_text())
     prov = rec.get("provenance", {})
     where = (f"measured: {OPS_FILE} ({prov.get('device_name', '?')}, {str(prov.get('date_utc', '?'))[:10]}, "
              f"commit {str(prov.get('git_commit', '?'))[:7]}): ")
+    return rec, where
+
+
+def derive_ops(records_dir: pathlib.Path) -> dict[str, tuple[float, str]]:
+    """"ops.<op>.<quantity>" and "ops.<barrier quantity>" -> (value, source); {} without the record."""
+    loaded = _load_ops(records_dir)
+    if loaded is None:
+        return {}
+    rec, where = loaded
     out: dict[str, tuple[float, str]] = {}
     for key, f in op_table(rec).items():
         if f.latency_cycles is not None:
@@ -176,13 +186,10 @@ def warp_gaps(res: dict) -> dict[str, float]:
 def derive_op_fields(records_dir: pathlib.Path, fields: dict[str, tuple[str, str, str]]) -> dict[str, tuple[float, str]]:
     """Config field -> (value, source) for every class of CLASS_FIT; `fields`: class -> (latency,
     pipe, warp) field names (opclass.FIELDS). {} without the record."""
-    path = pathlib.Path(records_dir) / OPS_FILE
-    if not path.exists():
+    loaded = _load_ops(records_dir)
+    if loaded is None:
         return {}
-    rec = json.loads(path.read_text())
-    prov = rec.get("provenance", {})
-    where = (f"measured: {OPS_FILE} ({prov.get('device_name', '?')}, {str(prov.get('date_utc', '?'))[:10]}, "
-             f"commit {str(prov.get('git_commit', '?'))[:7]}): ")
+    rec, where = loaded
     res = rec["results"]
     gaps = warp_gaps(res) if "iadd_xor" in res.get("throughput", {}) else {}
     out: dict[str, tuple[float, str]] = {}
@@ -239,13 +246,10 @@ def derive_atomic_fields(records_dir: pathlib.Path, fields: dict) -> dict[str, t
     sub-partition contending) - pipe) / 31, warp gap as
     `warp_gaps` (one warp's cycles per 32 steps less the loop control, / 32), latency = the
     distinct-word chain, conflict latency = (same-word chain - distinct) / 31. {} without the record."""
-    path = pathlib.Path(records_dir) / OPS_FILE
-    if not path.exists():
+    loaded = _load_ops(records_dir)
+    if loaded is None:
         return {}
-    rec = json.loads(path.read_text())
-    prov = rec.get("provenance", {})
-    where = (f"measured: {OPS_FILE} ({prov.get('device_name', '?')}, {str(prov.get('date_utc', '?'))[:10]}, "
-             f"commit {str(prov.get('git_commit', '?'))[:7]}): ")
+    rec, where = loaded
     res = rec["results"]
     thr = res.get("throughput", {})
     if "iadd_xor" not in thr:
