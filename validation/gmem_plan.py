@@ -178,21 +178,27 @@ RESULT_FIELDS = {
 def check_record(rec) -> str | None:
     """None if `rec` is a well-formed record, else one line naming the missing/bad field. A point
     that failed or was skipped has `error` set and needs no results."""
+    return check_fields(rec, KIND, RESULT_FIELDS)
+
+
+def check_fields(rec, kind: str, result_fields: dict[str, tuple[str, ...]]) -> str | None:
+    """`check_record` of a microbenchmark whose records are `kind` and whose families' results
+    have `result_fields` (family -> result keys); shared with membw_plan."""
     if not isinstance(rec, dict):
         return "not a JSON object"
     for k in REQUIRED:
         if k not in rec:
-            return f"missing field {k!r}; a {KIND} record has {', '.join(REQUIRED)}"
-    if rec["kind"] != KIND:
-        return f"kind={rec['kind']!r}; valid: {KIND!r}"
-    if rec["family"] not in RESULT_FIELDS:
-        return f"family={rec['family']!r}; valid: {', '.join(RESULT_FIELDS)}"
+            return f"missing field {k!r}; a {kind} record has {', '.join(REQUIRED)}"
+    if rec["kind"] != kind:
+        return f"kind={rec['kind']!r}; valid: {kind!r}"
+    if rec["family"] not in result_fields:
+        return f"family={rec['family']!r}; valid: {', '.join(result_fields)}"
     if rec["error"] is not None:
         return None
     res = rec.get("results")
     if not isinstance(res, dict):
         return "missing field 'results' (an object) in a record without error"
-    for k in RESULT_FIELDS[rec["family"]]:
+    for k in result_fields[rec["family"]]:
         if k not in res:
             return f"results lacks {k!r} (family {rec['family']})"
     for k in ("launch", "sm_clock", "power_samples_summary"):

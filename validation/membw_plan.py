@@ -31,6 +31,8 @@ kind "microbench_membw"; params, launch (grid, block, SMs used, CTAs per SM), re
 
 from __future__ import annotations
 
+from validation.gmem_plan import REQUIRED, check_fields, groups  # noqa: F401 (REQUIRED: part of this schema)
+
 KIND = "microbench_membw"
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 NUM_SMS = 132
@@ -143,15 +145,6 @@ def plan() -> list[dict]:
     return pts
 
 
-def groups(points: list[dict]) -> list[str]:
-    """Group names in first-appearance order."""
-    out = []
-    for p in points:
-        if p["group"] not in out:
-            out.append(p["group"])
-    return out
-
-
 def planned_seconds(points: list[dict]) -> float:
     """Compile + one child setup per group + every point's estimate."""
     return COMPILE_S + CHILD_SETUP_S * len(groups(points)) + sum(p["est_s"] for p in points)
@@ -190,7 +183,6 @@ def stream_result(bytes_per_launch: int, ms: list[float], sms: int, sm_clock_mhz
 
 
 # ---------------------------------------------------------------- record schema
-REQUIRED = ("kind", "group", "family", "name", "params", "error", "provenance")
 RESULT_FIELDS = {
     "chain": ("passes", "ms_median", "trips"),
     "sms": ("bytes_per_s", "bytes_per_s_per_sm", "ms_median"),
@@ -202,24 +194,4 @@ RESULT_FIELDS = {
 def check_record(rec) -> str | None:
     """None if `rec` is a well-formed record, else one line naming the missing/bad field. A point
     that failed or was skipped has `error` set and needs no results."""
-    if not isinstance(rec, dict):
-        return "not a JSON object"
-    for k in REQUIRED:
-        if k not in rec:
-            return f"missing field {k!r}; a {KIND} record has {', '.join(REQUIRED)}"
-    if rec["kind"] != KIND:
-        return f"kind={rec['kind']!r}; valid: {KIND!r}"
-    if rec["family"] not in RESULT_FIELDS:
-        return f"family={rec['family']!r}; valid: {', '.join(RESULT_FIELDS)}"
-    if rec["error"] is not None:
-        return None
-    res = rec.get("results")
-    if not isinstance(res, dict):
-        return "missing field 'results' (an object) in a record without error"
-    for k in RESULT_FIELDS[rec["family"]]:
-        if k not in res:
-            return f"results lacks {k!r} (family {rec['family']})"
-    for k in ("launch", "sm_clock", "power_samples_summary"):
-        if k not in rec:
-            return f"missing field {k!r} in a record without error"
-    return None
+    return check_fields(rec, KIND, RESULT_FIELDS)

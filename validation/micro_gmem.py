@@ -257,35 +257,48 @@ def _provenance() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = ra.parser("micro_gmem", __doc__, 300.0, only="comma-separated groups (default: all)", children=True).parse_args(argv)
-    pts = gp.plan()
+    return runner_main(argv, STEM, __doc__, 300.0, gp, run_point, execute)
+
+
+def execute(pts: list[dict], names: list[str], out: pathlib.Path, budget_s: float) -> int:
+    return execute_points(STEM, gp.KIND, summary, pts, names, out, budget_s)
+
+
+def runner_main(argv: list[str] | None, stem: str, doc: str, budget_s: float, plan_mod, run_point, execute) -> int:
+    """The command line of the runner validation.<stem> (shared with micro_membw): a child runs its
+    group's points; else --plan prints `plan_mod`'s plan, or `execute` runs it into --out."""
+    a = ra.parser(stem, doc, budget_s, only="comma-separated groups (default: all)", children=True).parse_args(argv)
+    pts = plan_mod.plan()
     if a.child:
-        return ra.run_child(a, gp.KIND, pts, run_point, health, pr)
+        return ra.run_child(a, plan_mod.KIND, pts, run_point, health, pr)
     if ra.bad_budget(a):
         return 2
-    pts, names, err = ra.select(pts, gp.groups(pts), a.only)
+    pts, names, err = ra.select(pts, plan_mod.groups(pts), a.only)
     if err:
         return ra.fail(err)
     if a.plan:
-        return ra.print_plan(pts, names, gp.planned_seconds(pts), a.budget_s)
-    if ra.missing_out(a, "$OUT/gmem"):
+        return ra.print_plan(pts, names, plan_mod.planned_seconds(pts), a.budget_s)
+    if ra.missing_out(a, f"$OUT/{stem.removeprefix('micro_')}"):
         return 2
     return execute(pts, names, a.out, a.budget_s)
 
 
-def execute(pts: list[dict], names: list[str], out: pathlib.Path, budget_s: float) -> int:
+def execute_points(stem: str, kind: str, summarize, pts: list[dict], names: list[str], out: pathlib.Path,
+                   budget_s: float) -> int:
+    """Compile validation/cuda/<stem>.cu, run the points' groups in child processes into
+    out/<stem without micro_>.jsonl, write provenance.json and the `summarize` table (summary.txt)."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    jsonl = out / "gmem.jsonl"
+    jsonl = out / f"{stem.removeprefix('micro_')}.jsonl"
     if jsonl.exists():
         jsonl.unlink()
-    stem, how = compile_cached(STEM)
-    print(f"compile {stem}: {how} ({time.time() - t0:.1f} s)", flush=True)
+    stem_path, how = compile_cached(stem)
+    print(f"compile {stem_path}: {how} ({time.time() - t0:.1f} s)", flush=True)
     prov = _provenance()
     prov_path = out / "provenance.json"
     prov_path.write_text(json.dumps(prov, default=str))
-    pr.run_parent("validation.micro_gmem", gp.KIND, pts, names, jsonl, prov_path, prov, t0, budget_s)
-    table = summary(jsonl)
+    pr.run_parent(f"validation.{stem}", kind, pts, names, jsonl, prov_path, prov, t0, budget_s)
+    table = summarize(jsonl)
     (out / "summary.txt").write_text(table + "\n")
     print("\n" + table + f"\nwall {time.time() - t0:.0f} s", flush=True)
     return 0

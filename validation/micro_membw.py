@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import json
 import pathlib
-import time
 
 import numpy as np
 
 from validation import membw_plan as mp
-from validation import point_runner as pr
-from validation import run_args as ra
-from validation.micro_gmem import _nvml_clock, _overlap, _provenance, _regs
-from validation.micro_runner import compile_cached, cupy, module, sync
+from validation import micro_gmem as mg
+from validation.micro_gmem import _nvml_clock, _overlap, _regs
+from validation.micro_runner import cupy, module, sync
 from validation.power.nvml_sampler import PowerSampler
 
 STEM = "micro_membw"
@@ -154,15 +152,6 @@ def run_point(pt: dict) -> dict:
     return chain_point(pt) if pt["family"] == "chain" else stream_point(pt)
 
 
-def health() -> None:
-    """Raise if the CUDA context is unusable (a fault poisons it)."""
-    cp = cupy()
-    x = cp.arange(4)
-    sync("health")
-    if int(x.sum()) != 6:
-        raise RuntimeError("health check: wrong sum")
-
-
 # ---------------------------------------------------------------- summary
 def summary(jsonl: pathlib.Path) -> str:
     """One line per point: chain cycles/trip per pass (median over warps), else TB/s and B/cyc/SM."""
@@ -187,38 +176,11 @@ def summary(jsonl: pathlib.Path) -> str:
 
 # ---------------------------------------------------------------- entry
 def main(argv: list[str] | None = None) -> int:
-    a = ra.parser("micro_membw", __doc__, 120.0, only="comma-separated groups (default: all)", children=True).parse_args(argv)
-    pts = mp.plan()
-    if a.child:
-        return ra.run_child(a, mp.KIND, pts, run_point, health, pr)
-    if ra.bad_budget(a):
-        return 2
-    pts, names, err = ra.select(pts, mp.groups(pts), a.only)
-    if err:
-        return ra.fail(err)
-    if a.plan:
-        return ra.print_plan(pts, names, mp.planned_seconds(pts), a.budget_s)
-    if ra.missing_out(a, "$OUT/membw"):
-        return 2
-    return execute(pts, names, a.out, a.budget_s)
+    return mg.runner_main(argv, STEM, __doc__, 120.0, mp, run_point, execute)
 
 
 def execute(pts: list[dict], names: list[str], out: pathlib.Path, budget_s: float) -> int:
-    t0 = time.time()
-    out.mkdir(parents=True, exist_ok=True)
-    jsonl = out / "membw.jsonl"
-    if jsonl.exists():
-        jsonl.unlink()
-    stem, how = compile_cached(STEM)
-    print(f"compile {stem}: {how} ({time.time() - t0:.1f} s)", flush=True)
-    prov = _provenance()
-    prov_path = out / "provenance.json"
-    prov_path.write_text(json.dumps(prov, default=str))
-    pr.run_parent("validation.micro_membw", mp.KIND, pts, names, jsonl, prov_path, prov, t0, budget_s)
-    table = summary(jsonl)
-    (out / "summary.txt").write_text(table + "\n")
-    print("\n" + table + f"\nwall {time.time() - t0:.0f} s", flush=True)
-    return 0
+    return mg.execute_points(STEM, mp.KIND, summary, pts, names, out, budget_s)
 
 
 if __name__ == "__main__":
