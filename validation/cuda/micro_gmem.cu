@@ -18,17 +18,7 @@
 // after a __syncthreads at its end (the effective SM clock, per-SM residency and overlap).
 #include <stdint.h>
 
-__device__ __forceinline__ uint64_t gm_gtimer() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ __forceinline__ uint32_t gm_smid() {
-  uint32_t s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
+#include "mem_stream.cuh"
 
 // ---------------------------------------------------------------- pointer chase
 #define GM_CHASE(NAME, OP)                                                                          \
@@ -37,11 +27,11 @@ __device__ __forceinline__ uint32_t gm_smid() {
     if (threadIdx.x != 0) return;                                                                   \
     unsigned long long p = first[0];                                                                \
     for (int i = 0; i < warm; ++i) asm volatile(OP " %0, [%0];" : "+l"(p)::"memory");               \
-    const uint64_t g0 = gm_gtimer();                                                                \
+    const uint64_t g0 = ms_gtimer();                                                                \
     const long long t0 = clock64();                                                                 \
     _Pragma("unroll 8") for (int i = 0; i < steps; ++i) asm volatile(OP " %0, [%0];" : "+l"(p)::"memory"); \
     const long long t1 = clock64();                                                                 \
-    const uint64_t g1 = gm_gtimer();                                                                \
+    const uint64_t g1 = ms_gtimer();                                                                \
     out[0] = t1 - t0;                                                                               \
     out[1] = static_cast<long long>(g1 - g0);                                                       \
     out[2] = static_cast<long long>(p);                                                             \
@@ -50,10 +40,6 @@ GM_CHASE(gm_chase_ca, "ld.global.ca.u64")
 GM_CHASE(gm_chase_cg, "ld.global.cg.u64")
 
 // ---------------------------------------------------------------- vector loads/stores
-struct V4 { uint32_t x; };
-struct V8 { uint32_t x, y; };
-struct V16 { uint32_t x, y, z, w; };
-
 __device__ __forceinline__ V4 gm_ld(const V4* p) {
   V4 v;
   asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v.x) : "l"(p));
@@ -69,38 +55,13 @@ __device__ __forceinline__ V16 gm_ld(const V16* p) {
   asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
-__device__ __forceinline__ void gm_st(V4* p, V4 v) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v.x) : "memory"); }
-__device__ __forceinline__ void gm_st(V16* p, V16 v) {
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-__device__ __forceinline__ uint32_t gm_fold(V4 v) { return v.x; }
-__device__ __forceinline__ uint32_t gm_fold(V8 v) { return v.x ^ v.y; }
-__device__ __forceinline__ uint32_t gm_fold(V16 v) { return v.x ^ v.y ^ v.z ^ v.w; }
 __device__ __forceinline__ V4 gm_val(V4*, uint32_t s) { return V4{s}; }
 __device__ __forceinline__ V16 gm_val(V16*, uint32_t s) { return V16{s, s + 1u, s + 2u, s + 3u}; }
-
-struct GmStamp {
-  long long c0;
-  uint64_t g0;
-  __device__ __forceinline__ GmStamp() : c0(clock64()), g0(gm_gtimer()) {}
-  __device__ __forceinline__ void finish(long long* stamps) const {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      long long* s = stamps + 6 * blockIdx.x;
-      s[0] = gm_smid();
-      s[1] = c0;
-      s[2] = clock64();
-      s[3] = static_cast<long long>(g0);
-      s[4] = static_cast<long long>(gm_gtimer());
-      s[5] = 0;
-    }
-  }
-};
 
 template <typename V, int U>
 __device__ __forceinline__ void gm_read(const V* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,
                                         long long* __restrict__ stamps) {
-  const GmStamp st;
+  const MsStamp st;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
   uint32_t x = 0;
@@ -111,9 +72,9 @@ __device__ __forceinline__ void gm_read(const V* __restrict__ buf, long long n, 
 #pragma unroll
       for (int k = 0; k < U; ++k) v[k] = gm_ld(buf + i + k * S);
 #pragma unroll
-      for (int k = 0; k < U; ++k) x = x * 3u + gm_fold(v[k]);
+      for (int k = 0; k < U; ++k) x = x * 3u + ms_fold(v[k]);
     }
-    for (; i < n; i += S) x = x * 3u + gm_fold(gm_ld(buf + i));
+    for (; i < n; i += S) x = x * 3u + ms_fold(gm_ld(buf + i));
   }
   sink[tid] = x;
   st.finish(stamps);
@@ -121,7 +82,7 @@ __device__ __forceinline__ void gm_read(const V* __restrict__ buf, long long n, 
 
 template <typename V, int U>
 __device__ __forceinline__ void gm_write(V* __restrict__ dst, long long n, int rounds, long long* __restrict__ stamps) {
-  const GmStamp st;
+  const MsStamp st;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
   for (int r = 0; r < rounds; ++r) {
@@ -129,9 +90,9 @@ __device__ __forceinline__ void gm_write(V* __restrict__ dst, long long n, int r
     long long i = tid;
     for (; i + (U - 1) * S < n; i += U * S) {
 #pragma unroll
-      for (int k = 0; k < U; ++k) gm_st(dst + i + k * S, gm_val(dst, s + 4u * k));
+      for (int k = 0; k < U; ++k) ms_st(dst + i + k * S, gm_val(dst, s + 4u * k));
     }
-    for (; i < n; i += S) gm_st(dst + i, gm_val(dst, s));
+    for (; i < n; i += S) ms_st(dst + i, gm_val(dst, s));
   }
   st.finish(stamps);
 }
@@ -139,7 +100,7 @@ __device__ __forceinline__ void gm_write(V* __restrict__ dst, long long n, int r
 template <typename V, int U>
 __device__ __forceinline__ void gm_copy(const V* __restrict__ src, V* __restrict__ dst, long long n, int rounds,
                                         long long* __restrict__ stamps) {
-  const GmStamp st;
+  const MsStamp st;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
   for (int r = 0; r < rounds; ++r) {
@@ -149,9 +110,9 @@ __device__ __forceinline__ void gm_copy(const V* __restrict__ src, V* __restrict
 #pragma unroll
       for (int k = 0; k < U; ++k) v[k] = gm_ld(src + i + k * S);
 #pragma unroll
-      for (int k = 0; k < U; ++k) gm_st(dst + i + k * S, v[k]);
+      for (int k = 0; k < U; ++k) ms_st(dst + i + k * S, v[k]);
     }
-    for (; i < n; i += S) gm_st(dst + i, gm_ld(src + i));
+    for (; i < n; i += S) ms_st(dst + i, gm_ld(src + i));
   }
   st.finish(stamps);
 }
@@ -180,7 +141,7 @@ GM_WRITE_COPY(16)
 // ---------------------------------------------------------------- coalescing
 extern "C" __global__ void gm_strided_u4(const uint32_t* __restrict__ buf, long long lanes, int stride_words, int rounds,
                                          uint32_t* __restrict__ sink, long long* __restrict__ stamps) {
-  const GmStamp st;
+  const MsStamp st;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
   const V4* b = reinterpret_cast<const V4*>(buf);

@@ -20,35 +20,21 @@
 // after a __syncthreads at its end. Dynamic shared memory (unused) pins the CTAs per SM.
 #include <stdint.h>
 
-__device__ __forceinline__ uint64_t mb_gtimer() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ __forceinline__ uint32_t mb_smid() {
-  uint32_t s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
-
-struct W4 { uint32_t x; };
-struct W8 { uint32_t x, y; };
-struct W16 { uint32_t x, y, z, w; };
+#include "mem_stream.cuh"
 
 #define MB_LD(OP)                                                                                    \
-  __device__ __forceinline__ W4 mb_ld_##OP(const W4* p) {                                            \
-    W4 v;                                                                                            \
+  __device__ __forceinline__ V4 mb_ld_##OP(const V4* p) {                                            \
+    V4 v;                                                                                            \
     asm volatile("ld.global." #OP ".u32 %0, [%1];" : "=r"(v.x) : "l"(p));                            \
     return v;                                                                                        \
   }                                                                                                  \
-  __device__ __forceinline__ W8 mb_ld_##OP(const W8* p) {                                            \
-    W8 v;                                                                                            \
+  __device__ __forceinline__ V8 mb_ld_##OP(const V8* p) {                                            \
+    V8 v;                                                                                            \
     asm volatile("ld.global." #OP ".v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));        \
     return v;                                                                                        \
   }                                                                                                  \
-  __device__ __forceinline__ W16 mb_ld_##OP(const W16* p) {                                          \
-    W16 v;                                                                                           \
+  __device__ __forceinline__ V16 mb_ld_##OP(const V16* p) {                                          \
+    V16 v;                                                                                           \
     asm volatile("ld.global." #OP ".v4.u32 {%0, %1, %2, %3}, [%4];"                                  \
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                             \
     return v;                                                                                        \
@@ -56,43 +42,14 @@ struct W16 { uint32_t x, y, z, w; };
 MB_LD(cg)
 MB_LD(ca)
 
-__device__ __forceinline__ void mb_st(W4* p, W4 v) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v.x) : "memory"); }
-__device__ __forceinline__ void mb_st(W8* p, W8 v) {
-  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
-}
-__device__ __forceinline__ void mb_st(W16* p, W16 v) {
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-__device__ __forceinline__ uint32_t mb_fold(W4 v) { return v.x; }
-__device__ __forceinline__ uint32_t mb_fold(W8 v) { return v.x ^ v.y; }
-__device__ __forceinline__ uint32_t mb_fold(W16 v) { return v.x ^ v.y ^ v.z ^ v.w; }
-
-struct MbStamp {
-  long long c0;
-  uint64_t g0;
-  __device__ __forceinline__ MbStamp() : c0(clock64()), g0(mb_gtimer()) {}
-  __device__ __forceinline__ void finish(long long* stamps) const {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      long long* s = stamps + 6 * blockIdx.x;
-      s[0] = mb_smid();
-      s[1] = c0;
-      s[2] = clock64();
-      s[3] = static_cast<long long>(g0);
-      s[4] = static_cast<long long>(mb_gtimer());
-      s[5] = 0;
-    }
-  }
-};
-
 // ---------------------------------------------------------------- load-use chain
 #define MB_CHAIN(OP, VB)                                                                             \
   extern "C" __global__ void __launch_bounds__(1024, 2) mb_chain_##OP##_v##VB(                         \
-      const W##VB* __restrict__ buf, int trips, int passes, int layout, long long* __restrict__ times, \
+      const V##VB* __restrict__ buf, int trips, int passes, int layout, long long* __restrict__ times, \
       uint32_t* __restrict__ sink) {                                                                 \
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wpc = blockDim.x >> 5;               \
     const long long wg = static_cast<long long>(blockIdx.x) * wpc + warp;                            \
-    const W##VB* p;                                                                                  \
+    const V##VB* p;                                                                                  \
     int step;                                                                                        \
     if (layout == 0) {                                                                               \
       p = buf + wg * (32LL * trips) + lane;                                                          \
@@ -105,11 +62,11 @@ struct MbStamp {
     long long* t = times + wg * (passes + 1);                                                        \
     for (int ps = 0; ps < passes; ++ps) {                                                            \
       const long long c0 = clock64();                                                                \
-      _Pragma("unroll 1") for (int k = 0; k < trips; ++k) x = x * 3u + mb_fold(mb_ld_##OP(p + static_cast<long long>(k) * step)); \
+      _Pragma("unroll 1") for (int k = 0; k < trips; ++k) x = x * 3u + ms_fold(mb_ld_##OP(p + static_cast<long long>(k) * step)); \
       const long long c1 = clock64() + (x == 0x9e3779b9u ? 1 : 0); /* the pass ends after its last use */ \
       if (lane == 0) t[ps] = c1 - c0;                                                                \
     }                                                                                                \
-    if (lane == 0) t[passes] = mb_smid();                                                            \
+    if (lane == 0) t[passes] = ms_smid();                                                            \
     sink[wg * 32 + lane] = x;                                                                        \
   }
 MB_CHAIN(cg, 4)
@@ -122,7 +79,7 @@ MB_CHAIN(ca, 16)
 template <typename V, int U>
 __device__ __forceinline__ void mb_read(const V* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,
                                         long long* __restrict__ stamps) {
-  const MbStamp st;
+  const MsStamp st;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
   uint32_t x = 0;
@@ -133,9 +90,9 @@ __device__ __forceinline__ void mb_read(const V* __restrict__ buf, long long n, 
 #pragma unroll
       for (int k = 0; k < U; ++k) v[k] = mb_ld_cg(buf + i + k * S);
 #pragma unroll
-      for (int k = 0; k < U; ++k) x = x * 3u + mb_fold(v[k]);
+      for (int k = 0; k < U; ++k) x = x * 3u + ms_fold(v[k]);
     }
-    for (; i < n; i += S) x = x * 3u + mb_fold(mb_ld_cg(buf + i));
+    for (; i < n; i += S) x = x * 3u + ms_fold(mb_ld_cg(buf + i));
   }
   sink[tid] = x;
   st.finish(stamps);
@@ -144,7 +101,7 @@ __device__ __forceinline__ void mb_read(const V* __restrict__ buf, long long n, 
 template <typename V, int U>
 __device__ __forceinline__ void mb_copy(const V* __restrict__ src, V* __restrict__ dst, long long n, int rounds,
                                         long long* __restrict__ stamps) {
-  const MbStamp st;
+  const MsStamp st;
   const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
   for (int r = 0; r < rounds; ++r) {
@@ -155,19 +112,19 @@ __device__ __forceinline__ void mb_copy(const V* __restrict__ src, V* __restrict
 #pragma unroll
       for (int k = 0; k < U; ++k) v[k] = mb_ld_cg(src + i + k * S);
 #pragma unroll
-      for (int k = 0; k < U; ++k) mb_st(dst + i + k * S, v[k]);
+      for (int k = 0; k < U; ++k) ms_st(dst + i + k * S, v[k]);
     }
 #pragma unroll 1
-    for (; i < n; i += S) mb_st(dst + i, mb_ld_cg(src + i));
+    for (; i < n; i += S) ms_st(dst + i, mb_ld_cg(src + i));
   }
   st.finish(stamps);
 }
 
 #define MB_READ(VB, U)                                                                               \
   extern "C" __global__ void __launch_bounds__(1024, 2) mb_stream_v##VB##_u##U(                        \
-      const W##VB* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,           \
+      const V##VB* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,           \
       long long* __restrict__ stamps) {                                                              \
-    mb_read<W##VB, U>(buf, n, rounds, sink, stamps);                                                 \
+    mb_read<V##VB, U>(buf, n, rounds, sink, stamps);                                                 \
   }
 MB_READ(4, 1)
 MB_READ(4, 8)
@@ -176,9 +133,9 @@ MB_READ(16, 4)
 
 #define MB_COPY(VB, U)                                                                               \
   extern "C" __global__ void __launch_bounds__(1024, 2) mb_copy_v##VB##_u##U(                          \
-      const W##VB* __restrict__ src, W##VB* __restrict__ dst, long long n, int rounds,               \
+      const V##VB* __restrict__ src, V##VB* __restrict__ dst, long long n, int rounds,               \
       long long* __restrict__ stamps) {                                                              \
-    mb_copy<W##VB, U>(src, dst, n, rounds, stamps);                                                  \
+    mb_copy<V##VB, U>(src, dst, n, rounds, stamps);                                                  \
   }
 MB_COPY(4, 1)
 MB_COPY(4, 2)
