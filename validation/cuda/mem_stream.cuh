@@ -1,7 +1,8 @@
 // Device helpers shared by the global-memory microbenchmarks (validation/cuda/micro_gmem.cu and
 // micro_membw.cu): %globaltimer and %smid reads, the 4/8/16-byte vectors (u32, v2.u32, v4.u32),
-// their st.global (.wb) and fold into one word, and MsStamp, the per-CTA record
-// stamps[6*cta + {smid, clk0, clk1, gt0, gt1, 0}] written by thread 0 after a __syncthreads.
+// their ld.global.cg, st.global (.wb) and fold into one word, MsStamp (the per-CTA record
+// stamps[6*cta + {smid, clk0, clk1, gt0, gt1, 0}] written by thread 0 after a __syncthreads) and
+// the streaming read ms_read.
 #pragma once
 #include <stdint.h>
 
@@ -20,6 +21,22 @@ __device__ __forceinline__ uint32_t ms_smid() {
 struct V4 { uint32_t x; };
 struct V8 { uint32_t x, y; };
 struct V16 { uint32_t x, y, z, w; };
+
+__device__ __forceinline__ V4 ms_ld_cg(const V4* p) {
+  V4 v;
+  asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v.x) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ V8 ms_ld_cg(const V8* p) {
+  V8 v;
+  asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ V16 ms_ld_cg(const V16* p) {
+  V16 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
 
 __device__ __forceinline__ void ms_st(V4* p, V4 v) { asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v.x) : "memory"); }
 __device__ __forceinline__ void ms_st(V8* p, V8 v) {
@@ -49,3 +66,28 @@ struct MsStamp {
     }
   }
 };
+
+// The streaming read: every thread issues U independent ld.global.cg of V bytes (i, i+S, .., i+(U-1)S;
+// S = grid threads) before it folds them into one word (x = 3x + fold), then i += U*S; `rounds`
+// passes over n vectors; sink[thread] = x, then the CTA's stamp.
+template <typename V, int U>
+__device__ __forceinline__ void ms_read(const V* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,
+                                        long long* __restrict__ stamps) {
+  const MsStamp st;
+  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
+  uint32_t x = 0;
+  for (int r = 0; r < rounds; ++r) {
+    long long i = tid;
+    for (; i + (U - 1) * S < n; i += U * S) {
+      V v[U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) v[k] = ms_ld_cg(buf + i + k * S);
+#pragma unroll
+      for (int k = 0; k < U; ++k) x = x * 3u + ms_fold(v[k]);
+    }
+    for (; i < n; i += S) x = x * 3u + ms_fold(ms_ld_cg(buf + i));
+  }
+  sink[tid] = x;
+  st.finish(stamps);
+}

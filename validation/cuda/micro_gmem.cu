@@ -40,45 +40,8 @@ GM_CHASE(gm_chase_ca, "ld.global.ca.u64")
 GM_CHASE(gm_chase_cg, "ld.global.cg.u64")
 
 // ---------------------------------------------------------------- vector loads/stores
-__device__ __forceinline__ V4 gm_ld(const V4* p) {
-  V4 v;
-  asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v.x) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ V8 gm_ld(const V8* p) {
-  V8 v;
-  asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ V16 gm_ld(const V16* p) {
-  V16 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
 __device__ __forceinline__ V4 gm_val(V4*, uint32_t s) { return V4{s}; }
 __device__ __forceinline__ V16 gm_val(V16*, uint32_t s) { return V16{s, s + 1u, s + 2u, s + 3u}; }
-
-template <typename V, int U>
-__device__ __forceinline__ void gm_read(const V* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,
-                                        long long* __restrict__ stamps) {
-  const MsStamp st;
-  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
-  uint32_t x = 0;
-  for (int r = 0; r < rounds; ++r) {
-    long long i = tid;
-    for (; i + (U - 1) * S < n; i += U * S) {
-      V v[U];
-#pragma unroll
-      for (int k = 0; k < U; ++k) v[k] = gm_ld(buf + i + k * S);
-#pragma unroll
-      for (int k = 0; k < U; ++k) x = x * 3u + ms_fold(v[k]);
-    }
-    for (; i < n; i += S) x = x * 3u + ms_fold(gm_ld(buf + i));
-  }
-  sink[tid] = x;
-  st.finish(stamps);
-}
 
 template <typename V, int U>
 __device__ __forceinline__ void gm_write(V* __restrict__ dst, long long n, int rounds, long long* __restrict__ stamps) {
@@ -108,11 +71,11 @@ __device__ __forceinline__ void gm_copy(const V* __restrict__ src, V* __restrict
     for (; i + (U - 1) * S < n; i += U * S) {
       V v[U];
 #pragma unroll
-      for (int k = 0; k < U; ++k) v[k] = gm_ld(src + i + k * S);
+      for (int k = 0; k < U; ++k) v[k] = ms_ld_cg(src + i + k * S);
 #pragma unroll
       for (int k = 0; k < U; ++k) ms_st(dst + i + k * S, v[k]);
     }
-    for (; i < n; i += S) ms_st(dst + i, gm_ld(src + i));
+    for (; i < n; i += S) ms_st(dst + i, ms_ld_cg(src + i));
   }
   st.finish(stamps);
 }
@@ -120,7 +83,7 @@ __device__ __forceinline__ void gm_copy(const V* __restrict__ src, V* __restrict
 #define GM_READ(VB, U)                                                                              \
   extern "C" __global__ void gm_read_v##VB##_u##U(const V##VB* __restrict__ buf, long long n, int rounds, \
                                                   uint32_t* __restrict__ sink, long long* __restrict__ stamps) { \
-    gm_read<V##VB, U>(buf, n, rounds, sink, stamps);                                                \
+    ms_read<V##VB, U>(buf, n, rounds, sink, stamps);                                                \
   }
 GM_READ(4, 1) GM_READ(4, 2) GM_READ(4, 4) GM_READ(4, 8)
 GM_READ(8, 1) GM_READ(8, 2) GM_READ(8, 4) GM_READ(8, 8)
@@ -151,11 +114,11 @@ extern "C" __global__ void gm_strided_u4(const uint32_t* __restrict__ buf, long 
     for (; j + 3 * S < lanes; j += 4 * S) {
       V4 v[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) v[k] = gm_ld(b + (j + k * S) * stride_words);
+      for (int k = 0; k < 4; ++k) v[k] = ms_ld_cg(b + (j + k * S) * stride_words);
 #pragma unroll
       for (int k = 0; k < 4; ++k) x = x * 3u + v[k].x;
     }
-    for (; j < lanes; j += S) x = x * 3u + gm_ld(b + j * stride_words).x;
+    for (; j < lanes; j += S) x = x * 3u + ms_ld_cg(b + j * stride_words).x;
   }
   sink[tid] = x;
   st.finish(stamps);

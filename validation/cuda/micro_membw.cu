@@ -23,24 +23,23 @@
 #include "mem_stream.cuh"
 
 #define MB_LD(OP)                                                                                    \
-  __device__ __forceinline__ V4 mb_ld_##OP(const V4* p) {                                            \
+  __device__ __forceinline__ V4 ms_ld_##OP(const V4* p) {                                            \
     V4 v;                                                                                            \
     asm volatile("ld.global." #OP ".u32 %0, [%1];" : "=r"(v.x) : "l"(p));                            \
     return v;                                                                                        \
   }                                                                                                  \
-  __device__ __forceinline__ V8 mb_ld_##OP(const V8* p) {                                            \
+  __device__ __forceinline__ V8 ms_ld_##OP(const V8* p) {                                            \
     V8 v;                                                                                            \
     asm volatile("ld.global." #OP ".v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));        \
     return v;                                                                                        \
   }                                                                                                  \
-  __device__ __forceinline__ V16 mb_ld_##OP(const V16* p) {                                          \
+  __device__ __forceinline__ V16 ms_ld_##OP(const V16* p) {                                          \
     V16 v;                                                                                           \
     asm volatile("ld.global." #OP ".v4.u32 {%0, %1, %2, %3}, [%4];"                                  \
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));                             \
     return v;                                                                                        \
   }
-MB_LD(cg)
-MB_LD(ca)
+MB_LD(ca)  // ms_ld_ca; ms_ld_cg is mem_stream.cuh's
 
 // ---------------------------------------------------------------- load-use chain
 #define MB_CHAIN(OP, VB)                                                                             \
@@ -62,7 +61,7 @@ MB_LD(ca)
     long long* t = times + wg * (passes + 1);                                                        \
     for (int ps = 0; ps < passes; ++ps) {                                                            \
       const long long c0 = clock64();                                                                \
-      _Pragma("unroll 1") for (int k = 0; k < trips; ++k) x = x * 3u + ms_fold(mb_ld_##OP(p + static_cast<long long>(k) * step)); \
+      _Pragma("unroll 1") for (int k = 0; k < trips; ++k) x = x * 3u + ms_fold(ms_ld_##OP(p + static_cast<long long>(k) * step)); \
       const long long c1 = clock64() + (x == 0x9e3779b9u ? 1 : 0); /* the pass ends after its last use */ \
       if (lane == 0) t[ps] = c1 - c0;                                                                \
     }                                                                                                \
@@ -77,28 +76,6 @@ MB_CHAIN(ca, 16)
 
 // ---------------------------------------------------------------- streams
 template <typename V, int U>
-__device__ __forceinline__ void mb_read(const V* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,
-                                        long long* __restrict__ stamps) {
-  const MsStamp st;
-  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const long long S = static_cast<long long>(gridDim.x) * blockDim.x;
-  uint32_t x = 0;
-  for (int r = 0; r < rounds; ++r) {
-    long long i = tid;
-    for (; i + (U - 1) * S < n; i += U * S) {
-      V v[U];
-#pragma unroll
-      for (int k = 0; k < U; ++k) v[k] = mb_ld_cg(buf + i + k * S);
-#pragma unroll
-      for (int k = 0; k < U; ++k) x = x * 3u + ms_fold(v[k]);
-    }
-    for (; i < n; i += S) x = x * 3u + ms_fold(mb_ld_cg(buf + i));
-  }
-  sink[tid] = x;
-  st.finish(stamps);
-}
-
-template <typename V, int U>
 __device__ __forceinline__ void mb_copy(const V* __restrict__ src, V* __restrict__ dst, long long n, int rounds,
                                         long long* __restrict__ stamps) {
   const MsStamp st;
@@ -110,12 +87,12 @@ __device__ __forceinline__ void mb_copy(const V* __restrict__ src, V* __restrict
     for (; i + (U - 1) * S < n; i += U * S) {
       V v[U];
 #pragma unroll
-      for (int k = 0; k < U; ++k) v[k] = mb_ld_cg(src + i + k * S);
+      for (int k = 0; k < U; ++k) v[k] = ms_ld_cg(src + i + k * S);
 #pragma unroll
       for (int k = 0; k < U; ++k) ms_st(dst + i + k * S, v[k]);
     }
 #pragma unroll 1
-    for (; i < n; i += S) ms_st(dst + i, mb_ld_cg(src + i));
+    for (; i < n; i += S) ms_st(dst + i, ms_ld_cg(src + i));
   }
   st.finish(stamps);
 }
@@ -124,7 +101,7 @@ __device__ __forceinline__ void mb_copy(const V* __restrict__ src, V* __restrict
   extern "C" __global__ void __launch_bounds__(1024, 2) mb_stream_v##VB##_u##U(                        \
       const V##VB* __restrict__ buf, long long n, int rounds, uint32_t* __restrict__ sink,           \
       long long* __restrict__ stamps) {                                                              \
-    mb_read<V##VB, U>(buf, n, rounds, sink, stamps);                                                 \
+    ms_read<V##VB, U>(buf, n, rounds, sink, stamps);                                                 \
   }
 MB_READ(4, 1)
 MB_READ(4, 8)
