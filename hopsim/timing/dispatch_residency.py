@@ -85,7 +85,6 @@ class DispatchResidency:
         if self._short is not None:  # the short CTAs' missing positions read nothing
             real[self._short[0]:] = False
             real[self._short[0]:, self._short[1]] = True
-        self._codes = None  # the sorted (tile id x num_ctas + CTA) codes, made when first needed (_readers)
         self._real = real
         self._window = None  # (first CTA, end CTA, readers per tile) of the sliding count (_readers)
         sorted_ids = np.sort(self.ids, axis=1)
@@ -137,38 +136,27 @@ class DispatchResidency:
     def _readers(self, ids: np.ndarray, cta: int) -> np.ndarray:
         """r per position: how many CTAs in [cta, cta + slots) read the tile (at least 1).
 
-        classify() is called in linear CTA order: a count per tile of the CTAs in the window,
-        slid forward (each CTA's distinct tiles added once as the window reaches it, removed as
-        it leaves), gives r with one gather; a CTA behind the window (not in that order) counts
-        by binary search in the sorted (tile, CTA) codes (the same numbers)."""
+        A count per tile of the CTAs in the window: classify() is called in linear CTA order, so
+        the window slides forward (each CTA's distinct tiles added once as the window reaches it,
+        removed as it leaves) and r is one gather; a call out of that order recounts its window."""
         end = min(cta + self.slots, self.num_ctas)
         win = self._window
-        if win is None and cta == 0:
-            win = self._window = [0, 0, np.zeros(self.num_tiles, dtype=np.int64)]
-        if win is not None and win[0] <= cta and win[1] <= end:
-            counts = win[2]
-            if cta >= win[1]:  # past the window: none of it is left
-                counts[:] = 0
-                for c in range(cta, end):
-                    counts[self._read_by(c)] += 1
-            else:
-                for c in range(win[1], end):
-                    counts[self._read_by(c)] += 1
-                for c in range(win[0], cta):
-                    counts[self._read_by(c)] -= 1
-            win[0], win[1] = cta, end
-            return np.maximum(counts[ids], 1)
-        if self._codes is None:
-            n = self.num_ctas
-            self._codes = _sorted_unique((self.ids * n + np.arange(n, dtype=np.int64)[:, None])[self._real])
-        base = ids * self.num_ctas
-        lo = np.searchsorted(self._codes, base + cta)
-        hi = np.searchsorted(self._codes, base + min(cta + self.slots, self.num_ctas))
-        return np.maximum(hi - lo, 1)
+        if win is None:
+            win = self._window = [cta, cta, np.zeros(self.num_tiles, dtype=np.int64)]
+        counts = win[2]
+        if cta < win[0] or end < win[1] or cta >= win[1]:  # not a forward slide: count afresh
+            counts[:] = 0
+            win[0] = win[1] = cta
+        for c in range(win[1], end):
+            counts[self._read_by(c)] += 1
+        for c in range(win[0], cta):
+            counts[self._read_by(c)] -= 1
+        win[0], win[1] = cta, end
+        return np.maximum(counts[ids], 1)
 
     def _read_by(self, cta: int) -> np.ndarray:
         """The tile ids CTA `cta` reads (its positions of `_real`). `counts[ids] += 1` counts a
-        tile the row holds twice once (a repeated index is written once), as the codes do."""
+        tile the row holds twice once (a repeated index is written once)."""
         if self._short is not None and cta >= self._short[0]:
             return self.ids[cta][self._real[cta]]
         return self.ids[cta]
@@ -381,9 +369,3 @@ def _unique_ids(hidx: np.ndarray, coords: np.ndarray) -> np.ndarray:
 
 DENSE_TABLE_MAX = 1 << 22
 """Largest code span `_dense_ids` ranks through a table (bytes: 9 x span) instead of sorting."""
-
-
-def _sorted_unique(a: np.ndarray) -> np.ndarray:
-    """np.unique of a 1-D int array by sorting (numpy 2's hash-based unique is slower on millions)."""
-    a = np.sort(a)
-    return a[np.concatenate(([True], a[1:] != a[:-1]))] if a.size else a
