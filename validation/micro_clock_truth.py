@@ -26,6 +26,10 @@ configuration the record has:
                       then median / min / max over the RING launches
     eff_clock_mhz_agg per launch, sum over SMs of busy cycles / sum of busy ns (then median)
     kernel_cycles     per launch (max over SMs of the busy span), median over the RING launches
+    probe_*           then PROBE_ROUNDS rounds of ~PROBE_S of launches each (every launch profiled):
+                      per round the clock64/%globaltimer clock of all its launches and NVML's
+                      time-weighted clock over the round; means over the rounds (the steady-state
+                      comparison; the ring above is one snapshot at the loop's end)
     cycles_from_event the steady window's median event time per launch x NVML's tw clock: the
                       cycle count a comparison at the "measured clock" implies
 Configurations: development configurations only (tags of committed gemm/gemm_cycles records;
@@ -52,6 +56,7 @@ from validation.provenance import device_provenance, write_record
 
 RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
 RING = 16
+PROBE_ROUNDS, PROBE_S = 25, 0.04
 SUSTAIN_S, STEADY_S = 2.0, 1.0
 
 #: development configurations (tags of committed gemm records), heavy (power-capped) to light
@@ -143,6 +148,12 @@ def measure(p: GemmParams, comp) -> dict:
     out = H._sustained(run_one, p, n, SUSTAIN_S, STEADY_S, 5)
     cp.cuda.Device().synchronize()
     res = effective_clocks(cp.asnumpy(prof), p.grid)
+    res["probe_rounds"] = probe_rounds(kern, sets, n, out.get("time_ms") or 1.0)
+    rounds = [r for r in res["probe_rounds"] if r["eff_mhz"] and r["nvml_tw_mhz"]]
+    if rounds:
+        res["probe_eff_mhz_mean"] = statistics.fmean(r["eff_mhz"] for r in rounds)
+        res["probe_nvml_tw_mhz_mean"] = statistics.fmean(r["nvml_tw_mhz"] for r in rounds)
+        res["probe_eff_over_nvml"] = res["probe_eff_mhz_mean"] / res["probe_nvml_tw_mhz_mean"]
     res["nvml_last_tw_mhz"] = last_batch_nvml(out)
     for k in ("time_ms", "time_ms_mean", "sm_clock_mhz_tw", "sm_clock_mhz_median", "sm_clock_mhz_min",
               "sm_clock_mhz_max", "power_w_nvml_tw", "power_w_counter", "reasons", "launches_per_batch",
@@ -154,6 +165,61 @@ def measure(p: GemmParams, comp) -> dict:
         res["eff_over_nvml_tw"] = res["eff_clock_mhz_median"] / res["sm_clock_mhz_tw"]
     del sets
     return res
+
+
+def round_clock(prof: np.ndarray, grid: int) -> float | None:
+    """Sum over launches and SMs of busy cycles / sum of busy ns (MHz) of one probe round."""
+    tot_c = tot_n = 0
+    for slot in prof:
+        a = np.asarray(slot, dtype=np.int64).reshape(grid, 5)
+        if not a[:, 1].any():
+            continue
+        sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
+        for s in np.unique(sm):
+            i = sm == s
+            tot_c += int(c1[i].max() - c0[i].min())
+            tot_n += int(g1[i].max() - g0[i].min())
+    return tot_c / tot_n * 1e3 if tot_n else None
+
+
+def probe_rounds(kern, sets, n: int, time_ms: float) -> list[dict]:
+    """Right after the sustained loop (the chip at its steady clock): PROBE_ROUNDS rounds of about
+    PROBE_S of launches each, every launch profiled into its own slot; per round the clock64 /
+    %globaltimer clock of all its launches and NVML's time-weighted SM clock over the round."""
+    import cupy as cp  # noqa: PLC0415  (GPU only)
+
+    from validation.power.nvml_sampler import PowerSampler  # noqa: PLC0415  (NVML: GPU only)
+
+    p = kern.p
+    per = max(4, min(512, int(PROBE_S / (time_ms * 1e-3)) + 1))
+    prof = cp.zeros((per, p.grid * 5), dtype=cp.uint64)
+    rounds = []
+    with PowerSampler(period_s=0.01) as ps:
+        for _ in range(PROBE_ROUNDS):
+            t_a = time.perf_counter()
+            for j in range(per):
+                maps, c = sets[j % n][0], sets[j % n][1]
+                kern.fn((p.grid,), (p.threads,), (maps[0], maps[1], c, prof[j]), shared_mem=kern.smem)
+            cp.cuda.Device().synchronize()
+            t_b = time.perf_counter()
+            rounds.append({"t_a": t_a, "t_b": t_b, "eff_mhz": round_clock(cp.asnumpy(prof), p.grid),
+                           "launches": per})
+        samples = list(ps.samples)
+    for r in rounds:
+        r["nvml_tw_mhz"] = tw_clock(samples, r.pop("t_a"), r.pop("t_b"))
+    return rounds
+
+
+def tw_clock(samples: list[dict], t0: float, t1: float) -> float | None:
+    """Time-weighted NVML SM clock over [t0, t1] (host clock; zero-order hold of the samples)."""
+    pts = [(s["t"], s.get("sm_mhz")) for s in samples if s.get("sm_mhz") is not None]
+    before = [f for t, f in pts if t <= t0]
+    seg = ([(t0, before[-1])] if before else []) + [(t, f) for t, f in pts if t0 < t < t1]
+    if not seg:
+        return None
+    nxt = [t for t, _ in seg[1:]] + [t1]
+    w = [b - a for (a, _), b in zip(seg, nxt)]
+    return sum(wi * f for wi, (_, f) in zip(w, seg)) / sum(w) if sum(w) > 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:
