@@ -4,6 +4,8 @@
     python3 -m validation.power.run --plan --budget-s 420        # print the plan, run nothing
     python3 -m validation.power.run --out $OUT/power --only light_,idle_after --budget-s 150
                                      # only the light-load points (validation/power/light.py)
+    python3 -m validation.power.run --out $OUT/power_pipe2 --only pipe2_,idle_after --budget-s 170
+                                     # only the pipe taken apart (validation/power/pipe2.py)
 
 Compiles every source in parallel (nvcc) while the idle point runs, then runs every point of
 the plan in order, each in its own child process with a time limit (a failing, faulting or hung
@@ -24,7 +26,7 @@ import tempfile
 import time
 import traceback
 
-from validation.power import benches, light
+from validation.power import benches, light, pipe2
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import device_provenance
 
@@ -36,7 +38,8 @@ WGMMA_VARIANTS = ("f16f32", "bf16f32", "f16f16")
 DUTIES = (100, 75, 50, 25)
 #: (CTAs = SMs used, duty %) of the partly occupied burners (issue 13: the static/active split)
 PARTIAL = ((33, 100), (66, 100), (99, 100), (66, 50), (33, 50))
-FILES = {"wgmma": "wgmma.jsonl", "units": "units.jsonl", "governor": "governor.jsonl", "light": "light.jsonl"}
+FILES = {"wgmma": "wgmma.jsonl", "units": "units.jsonl", "governor": "governor.jsonl", "light": "light.jsonl",
+         "light_pipe2": "light_pipe2.jsonl"}
 
 
 def plan() -> list[dict]:
@@ -68,6 +71,13 @@ def plan() -> list[dict]:
     pts.append({"family": "units", "name": "idle_after", "seconds": POINT_S, "fn": benches.idle_point,
                 "kw": {"duration_s": POINT_S}})
     return pts
+
+
+def selectable() -> list[dict]:
+    """Every point --only may pick: the default plan plus the opt-in families (the pipe taken
+    apart, validation/power/pipe2.py: run with --only pipe2_,idle_after), before idle_after."""
+    pts = plan()
+    return [*pts[:-1], *pipe2.plan(), pts[-1]]
 
 
 def planned_seconds(points: list[dict]) -> float:
@@ -134,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     pts = plan()
     if a.only:
-        pts = [p for p in pts if p["name"] == "idle" or any(p["name"].startswith(x) for x in a.only.split(","))]
+        pts = [p for p in selectable() if p["name"] == "idle" or any(p["name"].startswith(x) for x in a.only.split(","))]
     if a.plan:
         for p in pts:
             print(f"{p['family']:<9} {p['name']:<34} {p['seconds']:.1f} s")
@@ -152,7 +162,7 @@ def _jsonable(x):
 
 def child(name: str, prov_path: pathlib.Path, rec_path: pathlib.Path) -> int:
     """Run one point of the plan and write its record (JSON) to rec_path."""
-    pt = next((p for p in plan() if p["name"] == name), None)
+    pt = next((p for p in selectable() if p["name"] == name), None)
     if pt is None:
         print(f"--point: unknown point {name!r}", file=sys.stderr)
         return 2

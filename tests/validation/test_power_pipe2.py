@@ -1,0 +1,91 @@
+"""The pipe taken apart (validation/power/pipe2.py, kernel pipe2 in power_light.cu) without a GPU:
+the opt-in selection and its GPU time, the design laws the lead reads the answer from (every mode
+at one common stage rate; the wgmma-rate / byte-rate triangle), host/device agreement on the mode
+codes, and bad parameters rejected with one line naming the field."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from validation.power import benches, light, pipe2, run
+
+
+def _selected():
+    return [p for p in run.selectable() if p["name"] == "idle" or p["name"].startswith(("pipe2_", "idle_after"))]
+
+
+def test_pipe2_selection_is_opt_in_and_fits_its_budget(capsys):
+    pts = _selected()
+    assert pts[0]["name"] == "idle" and pts[-1]["name"] == "idle_after"   # drift read off both ends
+    assert all(p["family"] == "light_pipe2" for p in pts[1:-1]) and "light_pipe2" in run.FILES
+    names = [p["name"] for p in pts]
+    assert len(names) == len(set(names))
+    # GPU time: load + per-point setup, the nvcc allowance aside (it overlaps the idle point)
+    assert sum(p["seconds"] + run.SETUP_S for p in pts) <= 100.0
+    assert run.planned_seconds(pts) <= 170.0                               # the --budget-s given
+    assert not any(p["family"] == "light_pipe2" for p in run.plan())       # default run unchanged
+    # the older selections do not pick these points up
+    assert not any(p["name"].startswith(("light_", "light_pipe")) for p in pts[1:-1])
+    assert run.main(["--plan", "--only", "pipe2_,idle_after", "--budget-s", "170"]) == 0
+    assert "planned" in capsys.readouterr().out
+
+
+def test_every_mode_runs_at_the_common_rate():
+    kws = [p["kw"] for p in pipe2.plan()]
+    common = {k["mode"] for k in kws if k["period"] == pipe2.PERIOD and k["reuse"] == 1 and k["sms"] is None
+              and k["stages"] == 2 and k["req_bytes"] == 8192}
+    assert common == set(pipe2.MODES)
+
+
+def test_the_wgmma_byte_triangle_is_planned():
+    # (P, reuse 1), (2P, reuse 2), (2P, reuse 1) of full: same wgmma rate at half the bytes, and
+    # half of both; notma repeats the first two (the same wgmma rate at half the handshakes)
+    key = {(k["mode"], k["period"], k["reuse"]) for k in (p["kw"] for p in pipe2.plan())}
+    P = pipe2.PERIOD
+    assert {("full", P, 1), ("full", 2 * P, 2), ("full", 2 * P, 1), ("notma", P, 1), ("notma", 2 * P, 2)} <= key
+    reqs = {k["req_bytes"] for k in (p["kw"] for p in pipe2.plan()) if k["mode"] == "full"}
+    stages = {k["stages"] for k in (p["kw"] for p in pipe2.plan()) if k["mode"] == "full"}
+    assert {8192, 2048} <= reqs and {2, 4} <= stages
+
+
+def test_shared_memory_fits_and_holds_one_cta_per_sm():
+    for p in pipe2.plan():
+        smem = pipe2.smem_bytes(p["kw"]["mode"], p["kw"]["stages"])
+        assert light.RESIDENT_SMEM <= smem <= pipe2.SMEM_LIMIT
+        assert 2 * smem > 228 * 1024           # H100: 228 KB of shared memory per SM
+    assert pipe2.smem_bytes("nobar", 2) == 4 * light.PIPE_STAGE + 1024
+
+
+def test_mode_codes_agree_with_the_kernel():
+    src = benches.SOURCES["power_light"].read_text()
+    m = re.search(r"constexpr int P2_FULL = (\d), P2_NOTMA = (\d), P2_NOWGMMA = (\d), P2_NOBAR = (\d);"
+                  r"\s*// (\d) = baronly", src)
+    assert m is not None
+    assert [int(x) for x in m.groups()] == [pipe2.MODES[k] for k in ("full", "notma", "nowgmma", "nobar", "baronly")]
+    assert f"PIPE_MAX_STAGES = {pipe2.MAX_STAGES};" in src
+    assert "counts[5]" in src and len(pipe2.COUNTERS) == 6
+
+
+def test_point_names():
+    assert pipe2.point_name("full", 8192, 2, 1, 2400) == "pipe2_full_req8192_s2_p2400"
+    assert pipe2.point_name("notma", 8192, 2, 2, 4800) == "pipe2_notma_s2_r2_p4800"
+    assert pipe2.point_name("full", 2048, 4, 1, 0, 66) == "pipe2_full_req2048_s4_unpaced_sm66"
+
+
+@pytest.mark.parametrize("kw,field", [
+    ({"mode": "half"}, "mode: 'half'"),
+    ({"req_bytes": 3000}, "req_bytes: 3000"),
+    ({"req_bytes": 0}, "req_bytes: 0"),
+    ({"stages": 5}, "stages: 5"),
+    ({"mode": "nobar", "stages": 3}, "stages: 3 is not valid for mode nobar"),
+    ({"reuse": 3}, "reuse: 3"),
+    ({"period": -1}, "period: -1"),
+    ({"mode": "nobar", "period": 0}, "period: 0 is not valid for mode nobar"),
+    ({"sms": 0}, "sms: 0"),
+])
+def test_bad_parameters_name_the_field(kw, field):
+    args = {"mode": "full", "req_bytes": 8192, "stages": 2, "reuse": 1, "period": 2400, "sms": None, **kw}
+    with pytest.raises(ValueError, match=re.escape(field)):
+        pipe2.check(**args)

@@ -1,0 +1,134 @@
+"""The GEMM-like pipe taken apart (issue 13 phase 3; kernel `pipe2` in
+validation/cuda/power_light.cu, same sampler, runner and provenance as validation/power/light.py).
+
+Why: light_pipe_req8192_s2 (one producer lane streaming 40 KB stages by TMA, one consumer
+warpgroup running wgmma on them) draws ~130 W more than the model's sum of its parts (tensor at
+43% duty + 7.3 TB/s of TMA, each measured alone); its _fixsrc variant showed that data toggling is
+not the cause. These points remove one ingredient at a time at the SAME stage rate, so the extra
+can be attributed to (a) TMA fills and wgmma operand reads meeting in shared memory, (b) the
+mbarrier handshakes, or (c) tensor work fed through the pipeline:
+
+  full      as pipe (TMA stream + handshakes + wgmma)
+  notma     handshakes + wgmma on stages filled once (no TMA in the loop)
+  nowgmma   TMA stream + handshakes; the consumer releases stages without wgmma
+  nobar     wgmma on fixed stages + an independent TMA stream into other stages (no coupling)
+  baronly   handshakes only
+
+Pacing: `period` SM cycles per stage (clock64; the producer, and in nobar the consumer too,
+starts at most one stage per period), chosen so that 132 SMs stay below the 700 W cap at 1980 MHz
+(the unpaced pipe is capped). `reuse` 2 issues 8 wgmma per 40 KB stage instead of 4: at twice the
+period it keeps the wgmma rate and halves the byte and stage rates (per-wgmma vs per-byte terms).
+Unpaced `full` points on 66 SMs measure the pipe as a GEMM runs it, below the cap; one unpaced
+on every SM repeats light_pipe_req8192_s2 (capped) with this kernel.
+
+Family "light_pipe2" (light_pipe2.jsonl); `event` names wgmma; `rates_per_s` (and
+`steady_rates_per_s`) has every counter: wgmma, bytes (TMA bytes of the loop), requests,
+mbar_arrives (arrive instructions), mbar_waits (completed waits, per waiting warp), stages
+(consumer iterations). cupy is imported lazily (GPU machine only).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from validation.power import benches, light
+
+MODES = {"full": 0, "notma": 1, "nowgmma": 2, "nobar": 3, "baronly": 4}
+COUNTERS = ("wgmma", "bytes", "requests", "mbar_arrives", "mbar_waits", "stages")
+MAX_STAGES = 4                  # PIPE_MAX_STAGES in power_light.cu
+SMEM_LIMIT = 227 * 1024         # H100 dynamic shared memory per CTA (opt-in maximum)
+THREADS = 160                   # one consumer warpgroup + the producer warp
+POINT_S = light.POINT_S
+PERIOD = 2400                   # SM cycles per stage: 4 wgmma (~512 cycles) = ~21% tensor duty,
+                                # 40 KB / 2400 cycles = 4.5 TB/s on 132 SMs at 1980 MHz
+
+
+def smem_bytes(mode: str, stages: int) -> int:
+    """Dynamic shared memory of one CTA: S stages (2 S in nobar: the stream's own) + alignment,
+    at least light.RESIDENT_SMEM (over half an SM: one CTA per SM in every mode)."""
+    return max(stages * light.PIPE_STAGE * (2 if mode == "nobar" else 1) + 1024, light.RESIDENT_SMEM)
+
+
+def check(mode: str, req_bytes: int, stages: int, reuse: int, period: int, sms: int | None) -> None:
+    """ValueError naming the parameter, its value and what is valid."""
+    if mode not in MODES:
+        raise ValueError(f"mode: {mode!r} is not valid; valid: {', '.join(MODES)}")
+    if req_bytes <= 0 or req_bytes % 16 or light.PIPE_STAGE % req_bytes:
+        raise ValueError(f"req_bytes: {req_bytes} is not valid; give a multiple of 16 dividing {light.PIPE_STAGE}")
+    if not 1 <= stages <= MAX_STAGES:
+        raise ValueError(f"stages: {stages} is not valid; give 1..{MAX_STAGES}")
+    if smem_bytes(mode, stages) > SMEM_LIMIT:
+        raise ValueError(f"stages: {stages} is not valid for mode {mode}; "
+                         f"{smem_bytes(mode, stages)} B of shared memory > {SMEM_LIMIT} B")
+    if reuse not in (1, 2):
+        raise ValueError(f"reuse: {reuse} is not valid; give 1 or 2")
+    if period < 0:
+        raise ValueError(f"period: {period} is not valid; give SM cycles >= 0 (0: unpaced)")
+    if mode == "nobar" and period == 0:
+        raise ValueError("period: 0 is not valid for mode nobar; its two halves need a pace")
+    if sms is not None and sms <= 0:
+        raise ValueError(f"sms: {sms} is not valid; give CTAs >= 1 (one per SM)")
+
+
+def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse: int = 1, period: int = 0,
+                sms: int | None = None, launch_s: float = 0.2) -> dict:
+    """`sms` CTAs (default: every SM, one each) of the pipe in `mode` (see the module docstring)."""
+    import cupy as cp  # noqa: PLC0415
+
+    check(mode, req_bytes, stages, reuse, period, sms)
+    n = sms or benches.sm_count()
+    buf = light._random_f16_buffer(light.L2_BUF_BYTES)
+    smem = smem_bytes(mode, stages)
+    fn = benches.kernel(light.STEM, "pipe2", smem)
+    counts = cp.zeros(len(COUNTERS), dtype=cp.uint64)
+    smids = cp.zeros(n, dtype=cp.uint32)
+    sink = cp.zeros(256, dtype=cp.float32)
+    args = (buf, np.uint64(buf.size), counts, smids, sink, np.uint64(int(launch_s * 1e9)), np.uint32(req_bytes),
+            np.int32(stages), np.int32(MODES[mode]), np.int32(reuse), np.int64(period))
+    call = lambda: fn((n,), (THREADS,), args, shared_mem=smem)  # noqa: E731
+    res = benches.measured(duration_s, lambda ps: light._chained(call, counts, COUNTERS, duration_s, launch_s, ps))
+    res.update(light._smids(smids, n), event=f"wgmma m64n256k16 f16->f32 (pipe2 mode {mode}, {4 * reuse} per 40 KB stage)")
+    return res
+
+
+def point_name(mode: str, req_bytes: int, stages: int, reuse: int = 1, period: int = 0,
+               sms: int | None = None) -> str:
+    """pipe2_<mode>[_req<B>]_s<S>[_r<reuse>]_p<period>|_unpaced[_sm<N>]."""
+    req = f"_req{req_bytes}" if mode in ("full", "nowgmma", "nobar") else ""
+    r = f"_r{reuse}" if reuse != 1 else ""
+    p = f"_p{period}" if period else "_unpaced"
+    return f"pipe2_{mode}{req}_s{stages}{r}{p}" + (f"_sm{sms}" if sms else "")
+
+
+#: (mode, req_bytes, stages, reuse, period, sms): what each point isolates is in the report of
+#: the run (docs/guide/power-model.md); the paced ones share PERIOD (same stage rate) unless noted
+POINTS = (
+    ("full", 8192, 2, 1, PERIOD, None),         # the pipe at the common rate
+    ("full", 2048, 2, 1, PERIOD, None),         # x4 requests, same bytes: per-request term
+    ("full", 8192, 4, 1, PERIOD, None),         # deeper pipe, same rates: in-flight/waiting
+    ("full", 8192, 2, 1, 2 * PERIOD, None),     # half of every rate: step vs slope
+    ("full", 8192, 2, 2, 2 * PERIOD, None),     # full's wgmma rate, half its bytes and stages
+    ("notma", 8192, 2, 1, PERIOD, None),        # handshakes + wgmma, no TMA
+    ("notma", 8192, 2, 2, 2 * PERIOD, None),    # the same wgmma rate, half the handshakes
+    ("nowgmma", 8192, 2, 1, PERIOD, None),      # TMA + handshakes, no wgmma
+    ("nowgmma", 2048, 2, 1, PERIOD, None),      # ... x4 requests
+    ("nobar", 8192, 2, 1, PERIOD, None),        # TMA and wgmma side by side, uncoupled
+    ("baronly", 8192, 2, 1, PERIOD, None),      # handshakes alone at the common rate
+    ("baronly", 8192, 2, 1, 0, None),           # handshakes as fast as they go
+    ("full", 8192, 2, 1, 0, None),              # = light_pipe_req8192_s2 (capped): ties to that record
+    ("full", 8192, 2, 1, 0, 66),                # the unpaced pipe on half the SMs: below the cap
+    ("full", 8192, 4, 1, 0, 66),                # ... 4 stages (more in flight: higher rates)
+    ("full", 2048, 2, 1, 0, 66),                # ... 2 KB requests
+)
+
+
+def plan() -> list[dict]:
+    """The pipe2 points (family 'light_pipe2'), POINT_S of load each."""
+    pts = []
+    for mode, req, stages, reuse, period, sms in POINTS:
+        check(mode, req, stages, reuse, period, sms)
+        pts.append({"family": "light_pipe2", "name": point_name(mode, req, stages, reuse, period, sms),
+                    "seconds": POINT_S, "fn": pipe2_point,
+                    "kw": {"mode": mode, "req_bytes": req, "stages": stages, "reuse": reuse, "period": period,
+                           "sms": sms, "duration_s": POINT_S}})
+    return pts
