@@ -89,3 +89,12 @@ def test_bad_parameters_name_the_field(kw, field):
     args = {"mode": "full", "req_bytes": 8192, "stages": 2, "reuse": 1, "period": 2400, "sms": None, **kw}
     with pytest.raises(ValueError, match=re.escape(field)):
         pipe2.check(**args)
+
+
+def test_stage_cycles_is_clock_over_rate():
+    res = {"power_steady_summary": {"sm_mhz": {"median": 1980.0}},
+           "steady_rates_per_s": {"stages": 1980e6 / 2400, "bytes": 1980e6 / 4800 * light.PIPE_STAGE}}
+    assert pipe2.stage_cycles(res) == {"consumer": pytest.approx(2400.0), "tma": pytest.approx(4800.0),
+                                       "sm_mhz": 1980.0}
+    assert pipe2.stage_cycles({"steady_rates_per_s": {"stages": 0}}) == {"consumer": None, "tma": None,
+                                                                        "sm_mhz": None}
