@@ -52,6 +52,7 @@ import numpy as np
 from kernels.params import GemmParams
 from validation import harness as H
 from validation.cycle_profile import _compile, analyse
+from validation.power.nvml_sampler import PowerSampler
 from validation.provenance import device_provenance, write_record
 
 RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
@@ -187,8 +188,6 @@ def probe_rounds(kern, sets, n: int, time_ms: float) -> list[dict]:
     PROBE_S of launches each, every launch profiled into its own slot; per round the clock64 /
     %globaltimer clock of all its launches and NVML's time-weighted SM clock over the round."""
     import cupy as cp  # noqa: PLC0415  (GPU only)
-
-    from validation.power.nvml_sampler import PowerSampler  # noqa: PLC0415  (NVML: GPU only)
 
     p = kern.p
     per = max(4, min(512, int(PROBE_S / (time_ms * 1e-3)) + 1))
