@@ -90,6 +90,7 @@ class GemmRun:
     clock: ClockSolution | None = None  # boost and sustained points (simulate_gemm_clocked)
     power_w: float | None = None      # predicted board power at the result's clock
     energy_mj: float | None = None    # predicted energy of one launch at the result's clock
+    clock_mhz: float | None = None    # the SM clock NVML reports (result.clock_mhz: the SMs' own)
 
     @property
     def cycles(self) -> int:
@@ -180,7 +181,7 @@ def clock_fields(run: GemmRun) -> dict:
     """The clock/power columns of a clocked run (JSON and sweep rows)."""
     sol = run.clock
     tf_w = run.tflops / run.power_w if run.power_w else None
-    return {"clock_mhz": run.result.clock_mhz, "time_ms_boost": sol.boost.time_ms,
+    return {"clock_mhz": run.clock_mhz, "sm_clock_mhz": run.result.clock_mhz, "time_ms_boost": sol.boost.time_ms,
             "time_ms_sustained": sol.sustained.time_ms, "sustained_clock_mhz": sol.sustained.mhz,
             "power_w": run.power_w, "energy_mj": run.energy_mj, "tflops_per_w": tf_w,
             "power_w_boost": sol.boost.power_w, "power_w_sustained": sol.sustained.power_w,
@@ -222,7 +223,9 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     power model's limits, hopsim/power/solve.py; 'boost': the maximum; or MHz), with the boost
     and sustained points and the predicted power/energy attached (run.clock, run.power_w).
     The clock solve re-times the launch at candidate clocks (cached by clock); check/trace
-    runs once more at the chosen clock when they are asked for."""
+    runs once more at the chosen clock when they are asked for. Clocks are the SM clock NVML
+    reports; the launch's cycles run at `tensor_sm_clock_ratio` x it (the GEMM uses the tensor
+    cores; hopsim/config/power.py)."""
     gpu = gpu or load_gpu()
     pm = power or PowerModel.load(gpu.name)
     choice = parse_clock(clock, pm)
@@ -236,18 +239,19 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
         return runs[mhz].result
 
     solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm,
-                         sm_share=sm_share)
+                         sm_share=sm_share, clock_ratio=pm.v["tensor_sm_clock_ratio"])
     sol = solver.solve()
     mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(choice, choice)
     pt = solver.point(mhz)
     wall = sum(r.wall_s for r in runs.values())
     if check or trace:
-        run = simulate_gemm(params, gpu.at_clock(mhz), mode=mode, check=check, trace=trace, seed=seed)
+        run = simulate_gemm(params, gpu.at_clock(solver.sm_mhz(mhz)), mode=mode, check=check, trace=trace,
+                            seed=seed)
         wall += run.wall_s
     else:
-        run = runs[float(mhz)]
+        run = runs[solver.sm_mhz(mhz)]
     run.wall_s = wall
-    run.clock, run.power_w, run.energy_mj = sol, pt.power_w, pt.energy_mj
+    run.clock, run.power_w, run.energy_mj, run.clock_mhz = sol, pt.power_w, pt.energy_mj, float(mhz)
     return run
 
 

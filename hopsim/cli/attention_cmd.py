@@ -122,12 +122,15 @@ def run(argv: list[str]) -> int:
     gpu = load_gpu(args.gpu)
     nsms = int(gpu.spec.num_sms.value)
     with Activity(f"simulating {p.tag}", enabled=False if args.no_progress else None):
+        # the attention kernel uses the tensor cores: its SMs run at tensor_sm_clock_ratio x the
+        # reported clock (hopsim/config/power.py)
         solver = ClockSolver(lambda mhz: simulate_attention(p, gpu, values=False, mhz=mhz)[0],
-                             lambda r: Events.from_result(r, "f16f32", nsms), pm)
+                             lambda r: Events.from_result(r, "f16f32", nsms), pm,
+                             clock_ratio=pm.v["tensor_sm_clock_ratio"])
         sol = solver.solve()
         mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
         pt = solver.point(mhz)
-        res, gm, qkv = simulate_attention(p, gpu, values=not args.timing_only, mhz=mhz, seed=args.seed,
+        res, gm, qkv = simulate_attention(p, gpu, values=not args.timing_only, mhz=solver.sm_mhz(mhz), seed=args.seed,
                                           trace=bool(args.trace or args.plot))
     chk = None if args.timing_only else check(p, gm, qkv)
     with inputs.Outputs() as outs:
@@ -143,9 +146,10 @@ def run(argv: list[str]) -> int:
                           "scale": p.softmax_scale, "time_ms_boost": sol.boost.time_ms,
                           "time_ms_sustained": sol.sustained.time_ms, "sustained_clock_mhz": sol.sustained.mhz,
                           "power_w": pt.power_w, "energy_mj": pt.energy_mj, "check": chk,
+                          "clock_mhz": float(mhz), "sm_clock_mhz": res.clock_mhz,
                           "timing_validated": False}))
     else:
-        notes = [sol.summary(), f"at {mhz:.0f} MHz: {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per launch",
+        notes = [sol.summary(), f"at {mhz:.0f} MHz (SMs at {res.clock_mhz:.0f}): {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per launch",
                  "time: the model's estimate, not validated yet (no H100 record of this kernel compared)"]
         if chk is not None:
             notes.append(f"check against numpy (float64 reference, bound of kernels/attention/reference.py): "

@@ -156,12 +156,18 @@ def _timeline(run, path: str, window: int | None) -> None:
                   total_cycles=res.cycles)
 
 
+def uses_tensor_cores(kernel) -> bool:
+    """Whether an IR kernel issues wgmma (its SMs then run at tensor_sm_clock_ratio x the reported
+    clock, hopsim/config/power.py)."""
+    return any(ins.mnemonic.startswith("wgmma.mma_async") for _, ins in kernel.instructions())
+
+
 def clock_notes(run) -> list[str]:
     """The boost and sustained times, the chosen clock's power and energy (issue 13)."""
     sol = run.clock
     r = run.result
     lines = [sol.summary(),
-             f"at {r.clock_mhz:.0f} MHz: {run.power_w:.0f} W, {run.energy_mj:.4g} mJ per launch, "
+             f"at {run.clock_mhz:.0f} MHz (SMs at {r.clock_mhz:.0f}): {run.power_w:.0f} W, {run.energy_mj:.4g} mJ per launch, "
              f"{run.tflops / run.power_w:.3g} TFLOP/s per W (power model, random data)"]
     if sol.single_launch_boost:
         lines.append(f"a single launch ({sol.boost.time_ms:.3g} ms) ends before the clock governor "
@@ -407,11 +413,12 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
                 return simulate(kernel, lch, gpu.at_clock(mhz), values=not args.timing_only,
                                 gmem=copy.deepcopy(gmem), **caps)
 
-            solver = ClockSolver(at, lambda r: Events.from_result(r, "f16f32", int(gpu.spec.num_sms.value)), pm)
+            solver = ClockSolver(at, lambda r: Events.from_result(r, "f16f32", int(gpu.spec.num_sms.value)), pm,
+                                 clock_ratio=pm.v["tensor_sm_clock_ratio"] if uses_tensor_cores(kernel) else 1.0)
             sol = solver.solve()
             mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
             pt = solver.point(mhz)
-            res = simulate(kernel, lch, gpu.at_clock(mhz), values=not args.timing_only, gmem=gmem,
+            res = simulate(kernel, lch, gpu.at_clock(solver.sm_mhz(mhz)), values=not args.timing_only, gmem=gmem,
                            trace=bool(args.trace or args.plot), **caps)
         except SimulationLimit as exc:
             how = ("the launch, --max-cycles" if args.max_cycles else

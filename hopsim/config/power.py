@@ -21,6 +21,12 @@ with reason SW power cap at only 262-310 W, so some limiter other than the 700 W
 at full tensor duty (its nature, e.g. a peak-current/EDP or per-rail limit, is not observable from
 NVML); it is modelled as the tensor FLOP rate at which those points settled.
 
+The clock NVML reports is not the clock a tensor kernel's SMs run at: in sustained GEMM loops the
+SMs' own clock (clock64 against %globaltimer) is `tensor_sm_clock_ratio` x NVML's (about 0.93;
+validation/records/h100/microbench__clock_truth.json: at a reported 1980 MHz the SMs run at
+1805-1885 MHz, and under the cap 5-13% below the reported clock). Power is fitted and limited at
+the reported clock (the burners' NVML clocks); a wgmma kernel's cycles are timed at ratio x it.
+
 The supported SM clocks (nvidia-smi -q -d SUPPORTED_CLOCKS at memory 2619 MHz) are
 `clock_min_mhz`..`clock_max_mhz` in `clock_step_mhz` steps.
 """
@@ -69,6 +75,7 @@ class H100Power(ParamGroup):
     clock_max_mhz: Param = P(1980, "MHz", "highest supported SM clock (boost)", "spec: [BENCH-REPORT] cudaDevAttrClockRate 1980 MHz")
     clock_min_mhz: Param = P(345, "MHz", "lowest supported SM clock", _A)
     clock_step_mhz: Param = P(15, "MHz", "spacing of the supported SM clocks", _A)
+    tensor_sm_clock_ratio: Param = P(1.0, "ratio", "clock the SMs count (clock64 / %globaltimer) over the SM clock NVML reports, in a loop of a kernel that uses the tensor cores: a wgmma kernel's cycles run at this ratio x the reported clock", _A)
 
 
 def tensor_variant(dtype: str, accum: str) -> str:

@@ -75,17 +75,25 @@ def parse_clock(value: Any, model: PowerModel) -> str | float:
 class ClockPoint:
     """One simulated clock: time, predicted power and energy of one launch."""
 
-    mhz: float
+    mhz: float                   # the SM clock NVML reports (what the power model is fitted at)
     cycles: int
     time_ms: float
     power_w: float
     energy_mj: float
     binding: str | None          # the limit exceeded at this clock ('power', 'tensor'), None within
     result: Any = field(repr=False, default=None)
+    sm_mhz: float | None = None  # the clock the SMs count at (mhz x the solver's clock_ratio)
 
     def to_json(self) -> dict:
-        return {"clock_mhz": self.mhz, "cycles": self.cycles, "time_ms": self.time_ms,
+        return {"clock_mhz": self.mhz, "sm_clock_mhz": self.sm_mhz, "cycles": self.cycles, "time_ms": self.time_ms,
                 "power_w": self.power_w, "energy_mj": self.energy_mj, "over_limit": self.binding}
+
+
+def _clk(pt: ClockPoint) -> str:
+    """'1980 MHz', or '1980 MHz, SMs at 1849' where the SMs' own clock differs from the reported one."""
+    if pt.sm_mhz is None or abs(pt.sm_mhz - pt.mhz) < 0.5:
+        return f"{pt.mhz:.0f} MHz"
+    return f"{pt.mhz:.0f} MHz, SMs at {pt.sm_mhz:.0f}"
 
 
 @dataclass
@@ -100,35 +108,43 @@ class ClockSolution:
     def summary(self) -> str:
         b, s = self.boost, self.sustained
         why = {"power": f"power limit", "tensor": "tensor-throughput cap", None: "within the limits"}[self.limit]
-        return (f"boost ({b.mhz:.0f} MHz): {b.time_ms:.4g} ms, {b.power_w:.0f} W; "
-                f"sustained ({s.mhz:.0f} MHz, {s.power_w:.0f} W, {why}): {s.time_ms:.4g} ms, "
+        return (f"boost ({_clk(b)}): {b.time_ms:.4g} ms, {b.power_w:.0f} W; "
+                f"sustained ({_clk(s)}, {s.power_w:.0f} W, {why}): {s.time_ms:.4g} ms, "
                 f"{s.energy_mj:.4g} mJ/launch")
 
 
 class ClockSolver:
     """Simulations by clock (cached) and the power model; `point(mhz)` and `solve()`.
     `sm_share(result)` -> [0, 1]: the share of a run's cycles that is SM-clock work (the prior of
-    step 2 in the module docstring; None: 1, cycles held constant below the boost clock)."""
+    step 2 in the module docstring; None: 1, cycles held constant below the boost clock).
+    Clocks here are the SM clock NVML reports (the power model's); `simulate_at` receives the clock
+    the SMs count at, `clock_ratio` x it (a tensor kernel: `tensor_sm_clock_ratio`; else 1)."""
 
     def __init__(self, simulate_at: Callable[[float], Any], events_of: Callable[[Any], Events],
-                 model: PowerModel, sm_share: Callable[[Any], float] | None = None):
+                 model: PowerModel, sm_share: Callable[[Any], float] | None = None,
+                 clock_ratio: float = 1.0):
         self.simulate_at, self.events_of, self.model = simulate_at, events_of, model
         self.sm_share = sm_share
+        self.clock_ratio = float(clock_ratio)
         self.cache: dict[float, Any] = {}
+
+    def sm_mhz(self, mhz: float) -> float:
+        """The clock the SMs count at when NVML reports `mhz`."""
+        return float(mhz) * self.clock_ratio
 
     def result(self, mhz: float) -> Any:
         mhz = float(mhz)
         if mhz not in self.cache:
-            self.cache[mhz] = self.simulate_at(mhz)
+            self.cache[mhz] = self.simulate_at(self.sm_mhz(mhz))
         return self.cache[mhz]
 
     def point(self, mhz: float) -> ClockPoint:
         res = self.result(mhz)
-        secs = res.cycles / (float(mhz) * 1e6)
+        secs = res.cycles / (self.sm_mhz(mhz) * 1e6)
         ev = self.events_of(res)
         p = self.model.power_w(mhz, ev, secs) if secs > 0 else self.model.v["floor_w"]
         return ClockPoint(float(mhz), res.cycles, secs * 1e3, p, p * secs * 1e3,
-                          self.model.binding(mhz, ev, secs) if secs > 0 else None, res)
+                          self.model.binding(mhz, ev, secs) if secs > 0 else None, res, self.sm_mhz(mhz))
 
     def _slope_below(self, known: list[float]) -> float:
         """Cycles per MHz below the lowest simulated clock (secant or prior, clamped)."""
@@ -162,7 +178,7 @@ class ClockSolver:
         """Within the limits at `mhz` with the estimated cycles (the simulated ones at a simulated clock)."""
         cycles = self.cycles_estimate(mhz)
         nearest = min(self.cache, key=lambda k: abs(k - mhz))
-        secs = cycles / (mhz * 1e6)
+        secs = cycles / (self.sm_mhz(mhz) * 1e6)
         return secs <= 0 or self.model.binding(mhz, self.events_of(self.cache[nearest]), secs) is None
 
     def _highest_ok(self) -> float:

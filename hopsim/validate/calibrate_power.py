@@ -36,6 +36,9 @@ clock: the GEMM-like light_pipe_* (TMA-fed wgmma) and the 10%-duty wgmma burners
 | tensor_cap_*_tflops | the 100%-duty zero-operand burner of that variant: steady rate x 2*64*256*16 |
 | governor_reaction_s | step record: 10% point of the SM clock's fall after load on (lag.sm_mhz.on.t10_s) |
 | power_reading_lag_s | step record: 50% point of the NVML averaged reading's rise (lag.power_w.on.t50_s) |
+| tensor_sm_clock_ratio | validation/records/h100/microbench__clock_truth.json (a clock microbenchmark beside the |
+|   | power records): median over its development GEMM loops of the SMs' clock64/%globaltimer clock |
+|   | (last launches at steady state) over NVML's time-weighted SM clock of the steady window |
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ LINEAR_FIELDS += ("l2_active_w",)
 #: nuisance columns of the light run (fitted with the fields, written to the fit summary only)
 RUN_COLUMNS = ("light_run_offset_w", "light_run_drift_w")
 LIGHT_DIR = "light"
+#: the clock-truth microbenchmark record, in the records folder beside power/
+CLOCK_TRUTH = "microbench__clock_truth.json"
 
 
 class PowerCalibrationError(HopsimError):
@@ -257,12 +262,29 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
                                   src(f"governor.jsonl {st['name']}: lag.sm_mhz.on.t10_s"))
     out["power_reading_lag_s"] = (float(st["lag"]["power_w"]["on"]["t50_s"]),
                                   src(f"governor.jsonl {st['name']}: lag.power_w.on.t50_s"))
+    out["tensor_sm_clock_ratio"] = clock_truth_ratio(POWER_RECORDS_DIR.parent / CLOCK_TRUTH)
     fit = {"rms_w": rms, "points": [{"name": p["name"], "mhz": p["mhz"], "measured_w": p["power_w"],
                                      "residual_w": float(e)} for p, e in zip(pts, res)],
            "light_run": {k: x[k] for k in RUN_COLUMNS},
            "checks": _checks(_with(base, {**fixed, **{k: x[k] for k in loaded}, "voltage_intercept": v0}),
                              [p for p in light if p["role"] == "check"], x)}
     return out, fit
+
+
+def clock_truth_ratio(path: pathlib.Path) -> tuple[float, str]:
+    """(median SM clock / NVML clock, source) over the clock-truth record's configurations."""
+    _need(path.exists(), f"no {path.name} beside the power records (python3 -m validation.micro_clock_truth)")
+    rec = json.loads(path.read_text())
+    ratios = []
+    for tag, r in sorted(rec["results"].items()):
+        eff, nvml = r.get("eff_clock_mhz_median"), r.get("sm_clock_mhz_tw")
+        _need(eff and nvml, f"{path.name} {tag}: eff_clock_mhz_median / sm_clock_mhz_tw missing")
+        ratios.append(float(eff) / float(nvml))
+    prov = rec.get("provenance", {})
+    return float(np.median(ratios)), (
+        f"measured: {path.name} ({prov.get('device_name', 'H100')}, {str(prov.get('date_utc', ''))[:10]}, commit "
+        f"{str(prov.get('git_commit', '?'))[:7]}): median over {len(ratios)} sustained development GEMM loops of "
+        f"clock64/%globaltimer clock / NVML time-weighted SM clock (range {min(ratios):.3f}-{max(ratios):.3f})")
 
 
 #: the Events count each linear field multiplies (a field is fitted only where some point has it)
@@ -302,7 +324,7 @@ def calibrated_json(records_dir: pathlib.Path | None = None) -> dict:
                   meaning=base[k].meaning, source=source)
         power[k] = p.model_dump()
     return {"about": "Written by `python3 -m hopsim.validate.calibrate_power` from "
-                     "validation/records/h100/power/ only (never GEMM records). Do not edit by hand.",
+                     "validation/records/h100/power/ and microbench__clock_truth.json only (never a GEMM timing record). Do not edit by hand.",
             "power": power,
             "fit": {"rms_w": round(fit["rms_w"], 3),
                     "points": [_rounded(p) for p in fit["points"]],

@@ -128,3 +128,39 @@ def test_gemm_prior_share_is_a_fraction_at_least_the_tensor_busy_share():
     assert sm_share(res) == pytest.approx(0.9)
     res.roles["producer"]["wait"]["wgmma_sync"] = 10_000    # waits beyond the lifetime: capped at 1
     assert sm_share(res) == 1.0
+
+
+@pytest.mark.parametrize("ratio", [1.0, 0.9337, 0.8])
+def test_clock_ratio_simulates_at_the_sms_clock_and_times_at_it(ratio):
+    """With clock_ratio r (the SMs' clock over the reported one): every simulation runs at r x a
+    supported (reported) clock, a point's time is its cycles at r x its clock, its power is the
+    model's at the reported clock with that time's rates, and the chosen clock meets the rule with
+    the times taken at r x f."""
+    cycles_at = _affine(290_000, 60e-6)          # cycles as a function of the SMs' own clock
+    calls = []
+
+    def sim(sm_mhz):
+        calls.append(sm_mhz)
+        return SimpleNamespace(cycles=cycles_at(sm_mhz))
+    solver = ClockSolver(sim, lambda r: GEMM, PM, clock_ratio=ratio)
+    sol = solver.solve()
+    supported = set(PM.supported_clocks())
+    assert all(any(abs(c - f * ratio) < 1e-9 for f in supported) for c in calls)
+    for pt in (sol.boost, sol.sustained):
+        assert pt.sm_mhz == pytest.approx(pt.mhz * ratio)
+        assert pt.time_ms == pytest.approx(cycles_at(pt.mhz * ratio) / (pt.mhz * ratio * 1e3))
+        assert pt.power_w == pytest.approx(PM.power_w(pt.mhz, GEMM, pt.time_ms * 1e-3))
+    ok = lambda f: PM.binding(f, GEMM, cycles_at(f * ratio) / (f * ratio * 1e6)) is None  # noqa: E731
+    assert ok(sol.sustained.mhz)
+    higher = [f for f in supported if f > sol.sustained.mhz]
+    assert not higher or not ok(min(higher))
+
+
+def test_a_lower_clock_ratio_never_raises_the_time():
+    """Slower SMs at the same reported clock: the sustained time never falls."""
+    cycles_at = _affine(290_000, 60e-6)
+    times = []
+    for ratio in (1.0, 0.95, 0.9337, 0.9):
+        s = ClockSolver(lambda m: SimpleNamespace(cycles=cycles_at(m)), lambda r: GEMM, PM, clock_ratio=ratio)
+        times.append(s.solve().sustained.time_ms)
+    assert times == sorted(times)

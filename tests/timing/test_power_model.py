@@ -191,7 +191,10 @@ def test_simulate_gemm_json_has_both_clocks_power_and_energy(clock, capsys):
     d = json.loads(capsys.readouterr().out)
     want = {"sustained": d["sustained_clock_mhz"], "boost": 1980.0, "1500": 1500.0}[clock]
     assert d["clock_mhz"] == want
-    assert d["time_ms"] == pytest.approx(d["cycles"] / (want * 1e3))
+    # a GEMM uses the tensor cores: its SMs run at tensor_sm_clock_ratio x the reported clock, and
+    # its cycles convert to time at that clock
+    assert d["sm_clock_mhz"] == pytest.approx(want * PM.v["tensor_sm_clock_ratio"])
+    assert d["time_ms"] == pytest.approx(d["cycles"] / (d["sm_clock_mhz"] * 1e3))
     assert d["time_ms_boost"] <= d["time_ms_sustained"]
     assert d["energy_mj"] == pytest.approx(d["power_w"] * d["time_ms"])   # W x ms = mJ
     assert d["tflops_per_w"] == pytest.approx(d["tflops"] / d["power_w"])
