@@ -218,14 +218,16 @@ def sm_share(res) -> float:
 
 def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained", *, mode: str = "auto",
                           check: bool = False, trace: bool = False, seed: int = 0,
-                          power: PowerModel | None = None) -> GemmRun:
+                          power: PowerModel | None = None, sm_clock_mhz: float | None = None) -> GemmRun:
     """`simulate_gemm` at the clock `clock` ('sustained': the highest supported clock within the
     power model's limits, hopsim/power/solve.py; 'boost': the maximum; or MHz), with the boost
     and sustained points and the predicted power/energy attached (run.clock, run.power_w).
     The clock solve re-times the launch at candidate clocks (cached by clock); check/trace
     runs once more at the chosen clock when they are asked for. Clocks are the SM clock NVML
     reports; the launch's cycles run at `tensor_sm_clock_ratio` x it (the GEMM uses the tensor
-    cores; hopsim/config/power.py)."""
+    cores; hopsim/config/power.py). `sm_clock_mhz` (a run's measured SM clock, clock64 /
+    %globaltimer): the result is simulated at exactly that SM clock instead of `clock`, its
+    reported clock being sm_clock_mhz / the ratio."""
     gpu = gpu or load_gpu()
     pm = power or PowerModel.load(gpu.name)
     choice = parse_clock(clock, pm)
@@ -242,14 +244,19 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
                          sm_share=sm_share, clock_ratio=pm.v["tensor_sm_clock_ratio"])
     sol = solver.solve()
     mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(choice, choice)
-    pt = solver.point(mhz)
+    sm = solver.sm_mhz(mhz)
+    if sm_clock_mhz is not None:                   # a measured SM clock: no supported-clock rounding
+        sm = float(sm_clock_mhz)
+        mhz = sm / solver.clock_ratio
+        if sm not in runs:
+            at(sm)
+    pt = solver.point(mhz) if sm_clock_mhz is None else solver.point_of(mhz, runs[sm].result)
     wall = sum(r.wall_s for r in runs.values())
     if check or trace:
-        run = simulate_gemm(params, gpu.at_clock(solver.sm_mhz(mhz)), mode=mode, check=check, trace=trace,
-                            seed=seed)
+        run = simulate_gemm(params, gpu.at_clock(sm), mode=mode, check=check, trace=trace, seed=seed)
         wall += run.wall_s
     else:
-        run = runs[solver.sm_mhz(mhz)]
+        run = runs[sm]
     run.wall_s = wall
     run.clock, run.power_w, run.energy_mj, run.clock_mhz = sol, pt.power_w, pt.energy_mj, float(mhz)
     return run
@@ -293,8 +300,10 @@ def flat_row(run: GemmRun) -> dict:
 
 def simulate_point(point: dict) -> dict:
     """Sweep function: simulate the GEMM configuration `point` (fast mode) -> flat result row,
-    at the point's `clock` (sustained | boost | MHz; default sustained), or at `sm_clock_mhz`
-    when the point has one (a record's measured clock: the `--compare-records` basis)."""
+    at the point's `clock` (sustained | boost | MHz reported; default sustained), or at the SM clock
+    `sm_clock_mhz` when the point has one (a record's measured SM clock: the `--compare-records`
+    and `validate compare` basis; simulated at exactly that clock, no ratio)."""
     gpu = load_gpu(point.get("gpu") or "h100_sxm")
-    clock = point.get("sm_clock_mhz") or point.get("clock") or "sustained"
-    return flat_row(simulate_gemm_clocked(params_of(point), gpu, clock))
+    if point.get("sm_clock_mhz"):
+        return flat_row(simulate_gemm_clocked(params_of(point), gpu, "boost", sm_clock_mhz=point["sm_clock_mhz"]))
+    return flat_row(simulate_gemm_clocked(params_of(point), gpu, point.get("clock") or "sustained"))

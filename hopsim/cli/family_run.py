@@ -44,24 +44,28 @@ class ClockedRun:
 
     def clock_fields(self) -> dict:
         """The JSON fields of the clock solve (same keys as `simulate gemm --json`)."""
-        return {"time_ms_boost": self.sol.boost.time_ms, "time_ms_sustained": self.sol.sustained.time_ms,
+        return {"clock_mhz": float(self.mhz), "sm_clock_mhz": self.res.clock_mhz,
+                "time_ms_boost": self.sol.boost.time_ms, "time_ms_sustained": self.sol.sustained.time_ms,
                 "sustained_clock_mhz": self.sol.sustained.mhz, "power_w": self.point.power_w,
                 "energy_mj": self.point.energy_mj}
 
 
 def clocked_run(args, name: str, simulate: Callable[..., tuple], gpu, *, values: bool,
-                variant: str = "f16f32") -> ClockedRun:
+                variant: str = "f16f32", tensor_cores: bool = False) -> ClockedRun:
     """Solve the clock asked for by --clock (timing-only simulations), then simulate at it with
-    data when `values` and with a trace when --trace/--plot ask for one."""
+    data when `values` and with a trace when --trace/--plot ask for one. `simulate(mhz)` gets the
+    SMs' clock: the reported clock x tensor_sm_clock_ratio for a kernel that uses the tensor cores
+    (`tensor_cores`), the reported clock otherwise (hopsim/config/power.py)."""
     pm = PowerModel.load()
     clock = parse_clock(args.clock, pm)
     nsms = int(gpu.spec.num_sms.value)
     with Activity(f"simulating {name}", enabled=False if args.no_progress else None):
-        solver = ClockSolver(lambda mhz: simulate(mhz)[0], lambda r: Events.from_result(r, variant, nsms), pm)
+        solver = ClockSolver(lambda mhz: simulate(mhz)[0], lambda r: Events.from_result(r, variant, nsms), pm,
+                             clock_ratio=pm.v["tensor_sm_clock_ratio"] if tensor_cores else 1.0)
         sol = solver.solve()
         mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
         pt = solver.point(mhz)
-        res, *data = simulate(mhz, values=values, trace=bool(args.trace or args.plot))
+        res, *data = simulate(solver.sm_mhz(mhz), values=values, trace=bool(args.trace or args.plot))
     return ClockedRun(sol, mhz, pt, res, tuple(data))
 
 

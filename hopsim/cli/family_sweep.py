@@ -40,7 +40,7 @@ def simulate_point(point: dict) -> dict:
     gpu = load_gpu(point.get("gpu") or "h100_sxm")
     args = SimpleNamespace(clock=str(point.get("clock") or "sustained"), no_progress=True, trace=None, plot=None)
     t0 = time.perf_counter()
-    run = clocked_run(args, fam.name, _runner(p, gpu), gpu, values=False)
+    run = clocked_run(args, fam.name, _runner(p, gpu), gpu, values=False, tensor_cores=isinstance(p, AttnParams))
     return row(run, p, time.perf_counter() - t0)
 
 

@@ -265,7 +265,7 @@ def _sweep_outputs(args, rows, grid, points, outs) -> None:
         pt = {k: best[k] for k in points[0]}
         with _activity(args, "timeline of the fastest point"):
             run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm")
-                                         .at_clock(best.get("clock_mhz")), trace=True)
+                                         .at_clock(best.get("sm_clock_mhz") or best.get("clock_mhz")), trace=True)
             _timeline(run, outs.stage(args.plot), args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)
@@ -435,14 +435,15 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
         if args.plot:
             plot_timeline(res.trace, outs.stage(args.plot), title=kernel.name, clock_mhz=res.clock_mhz,
                           total_cycles=res.cycles)
-    power = {"time_ms_boost": sol.boost.time_ms, "time_ms_sustained": sol.sustained.time_ms,
+    power = {"clock_mhz": float(mhz), "sm_clock_mhz": res.clock_mhz,
+             "time_ms_boost": sol.boost.time_ms, "time_ms_sustained": sol.sustained.time_ms,
              "sustained_clock_mhz": sol.sustained.mhz, "power_w": pt.power_w, "energy_mj": pt.energy_mj,
              "power": {"boost": sol.boost.to_json(), "sustained": sol.sustained.to_json(),
                        "limit": sol.limit, "single_launch_boost": sol.single_launch_boost}}
     if args.json:
         print(json.dumps({**res.to_json(), **power}))
     else:
-        notes = [sol.summary(), f"at {mhz:.0f} MHz: {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per "
+        notes = [sol.summary(), f"at {mhz:.0f} MHz (SMs at {res.clock_mhz:.0f}): {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per "
                  "launch (power model: tensor energy of f16 -> f32, random data)"]
         notes += [f"saved {n} to {f}" for n, f in save.items()]
         print(format_summary(res, title=f"{kernel.name} ({pathlib.Path(path_arg).name})", notes=notes,

@@ -371,8 +371,8 @@ def run(args) -> int:
     if records is not None:
         print(f"hopsim sweep: {len(hw_rows)} of {len(rows)} points have an H100 record"
               + _nearest_hint(rows, records, args.y), file=sys.stderr)
-        for r in rows:
-            r["clock_basis"] = "record" if "sm_clock_mhz" in r else "model"
+        for pt, r in zip(points, rows):    # the point, not the row: every row reports its SM clock
+            r["clock_basis"] = "record" if "sm_clock_mhz" in pt else "model"
     with inputs.Outputs() as outs:
         if args.out:
             sweep.write_rows(rows, outs.stage(args.out))

@@ -139,7 +139,10 @@ class ClockSolver:
         return self.cache[mhz]
 
     def point(self, mhz: float) -> ClockPoint:
-        res = self.result(mhz)
+        return self.point_of(mhz, self.result(mhz))
+
+    def point_of(self, mhz: float, res: Any) -> ClockPoint:
+        """The point of result `res` simulated at the SMs' clock for the reported clock `mhz`."""
         secs = res.cycles / (self.sm_mhz(mhz) * 1e6)
         ev = self.events_of(res)
         p = self.model.power_w(mhz, ev, secs) if secs > 0 else self.model.v["floor_w"]

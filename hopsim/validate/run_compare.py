@@ -39,6 +39,7 @@ from typing import Any, Sequence
 from hopsim import sweep
 from hopsim.fingerprint import model_fingerprint
 from hopsim.functional.banks import wavefronts
+from hopsim.power.model import PowerModel
 from hopsim.cache import cache_dir
 from hopsim.validate.compare import (
     HELD_OUT, BankResult, Entry, GemmComparison, MicroRow, compare_bank, compare_gemm,
@@ -58,6 +59,11 @@ CI_MAPE_HEADROOM_PCT = 2.0
 CI_SPEARMAN_HEADROOM = 0.03
 REPORT_DIR = ROOT / "validation" / "reports" / "h100"
 SHAPE_KNOBS = ("stages", "box_rows", "ctas_per_sm", "swizzle", "variant", "layout")
+
+
+def _tensor_clock_ratio() -> float:
+    """The SMs' clock over NVML's for a tensor kernel (hopsim/config/power.py)."""
+    return float(PowerModel.load().v["tensor_sm_clock_ratio"])
 
 
 @dataclass(frozen=True)
@@ -81,10 +87,12 @@ class HwPoint:
     @property
     def sim_clock_mhz(self) -> float | None:
         """The SM clock the point is simulated at for the SM-model diagnostic: the one its run
-        measured (clock64 over %globaltimer, else NVML's time-weighted clock over the timed
-        window, else nvidia-smi after the batch), capped at the spec maximum."""
-        c = self.profile_clock_mhz or self.nvml_clock_mhz or (
-            self.clock_mhz if self.clock_mhz == self.clock_mhz else None)
+        measured (clock64 over %globaltimer; else NVML's time-weighted clock over the timed
+        window, else nvidia-smi after the batch, either x tensor_sm_clock_ratio: the SMs of a
+        tensor kernel run below the clock NVML reports, hopsim/config/power.py), capped at the
+        spec maximum."""
+        reported = self.nvml_clock_mhz or (self.clock_mhz if self.clock_mhz == self.clock_mhz else None)
+        c = self.profile_clock_mhz or (reported * _tensor_clock_ratio() if reported else None)
         return None if not c else round(min(float(c), 1980.0), 1)
 
     @property
@@ -93,7 +101,8 @@ class HwPoint:
         if self.nvml_clock_mhz:
             return self.nvml_clock_mhz, "NVML time-weighted over the timed window"
         if self.profile_clock_mhz:
-            return self.profile_clock_mhz, "clock64 / %globaltimer (cycle profile)"
+            return (self.profile_clock_mhz / _tensor_clock_ratio(),
+                    "clock64 / %globaltimer (cycle profile) / tensor_sm_clock_ratio")
         if self.clock_mhz == self.clock_mhz:
             return self.clock_mhz, "nvidia-smi right after the timed batches (old record)"
         return None, "none"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from hopsim.power.model import PowerModel
+
 from hopsim.validate.run_compare import HwPoint, clock_rows, clock_section, clock_summary, entries
 
 PARAMS = {"m": 256, "n": 256, "k": 256}
@@ -22,9 +24,11 @@ ROW = {"cycles": 1_500_000, "time_ms_sustained": 1.1, "sustained_clock_mhz": 135
 def test_predicted_basis_compares_the_time_at_the_predicted_clock():
     (e,) = entries([_hw()], [ROW], basis="predicted")
     assert (e.measured, e.simulated) == (1.0, 1.1)
-    # the diagnostic basis uses the measured clock instead: 1.5e6 cycles at 1500 MHz = 1 ms
+    # the diagnostic basis uses the measured clock instead: the record's nvidia-smi 1500 MHz is a
+    # reported clock, so its SMs ran at 1500 x tensor_sm_clock_ratio: 1.5e6 cycles at that clock
     (d,) = entries([_hw()], [ROW], basis="observed")
-    assert d.simulated == pytest.approx(1.0)
+    sm = round(1500.0 * PowerModel.load().v["tensor_sm_clock_ratio"], 1)
+    assert d.simulated == pytest.approx(1.5e6 / (sm * 1e3))
 
 
 def test_old_records_use_the_nvidia_smi_clock_and_say_so():
