@@ -13,7 +13,11 @@ __syncthreads), %globaltimer at both}: a (grid * 5,) uint64 array per launch.
                        min / max over the launches of a ring of profile slots
     ring_loop          a sustained benchmark loop (harness._sustained: CUDA-graph batches back to
                        back, NVML sampled every 10 ms) of the profile build whose launches write a
-                       ring of profile slots, so after the loop they hold the last launches
+                       ring of profile slots, so after the loop they hold the last launches (when a
+                       batch has fewer launches than the ring, the other slots keep launches of the
+                       loop's warm-up: steady_slots drops them)
+    steady_slots       the written slots whose launch started within the last window_s seconds of
+                       the ring's latest end (%globaltimer)
     probe_fields       the record fields of the SM-clock probe from effective_clocks and the loop
 Runs on the GPU machine (numpy, cupy inside functions, stdlib, kernels.params, validation.harness).
 """
@@ -110,11 +114,23 @@ def effective_clocks(prof: np.ndarray, grid: int) -> dict:
             "kernel_ns_median": statistics.median(ns) if ns else None}
 
 
+def steady_slots(prof: np.ndarray, grid: int, window_s: float) -> np.ndarray:
+    """The written profile slots (clock64 at entry set) whose launch started (first CTA's
+    %globaltimer) no earlier than window_s before the latest CTA end of any written slot."""
+    written = [np.asarray(slot) for slot in prof if np.asarray(slot, dtype=np.int64).reshape(grid, 5)[:, 1].any()]
+    if not written:
+        return np.zeros((0, grid * 5), dtype=np.uint64)
+    stamps = [np.asarray(slot, dtype=np.int64).reshape(grid, 5) for slot in written]
+    t_end = max(int(a[:, 4].max()) for a in stamps)
+    keep = [slot for slot, a in zip(written, stamps) if int(a[:, 3].min()) >= t_end - window_s * 1e9]
+    return np.stack(keep)
+
+
 def ring_loop(kern, sets: list, n: int, sustain_s: float, steady_s: float,
-              ring: int = RING) -> tuple[dict, dict]:
+              ring: int = RING) -> tuple[dict, np.ndarray]:
     """A sustained loop (harness._sustained, warmup 5) of the profile build `kern` on the input
     `sets` (harness._kernel_sets), launch j writing profile slot j % ring: (the loop's summary,
-    effective_clocks of the ring = its last `ring` launches)."""
+    the ring's slots on the host, (ring, grid * 5) uint64: its last launches)."""
     import cupy as cp  # noqa: PLC0415  (GPU only)
 
     p = kern.p
@@ -126,7 +142,7 @@ def ring_loop(kern, sets: list, n: int, sustain_s: float, steady_s: float,
 
     out = H._sustained(run_one, p, n, sustain_s, steady_s, 5)
     cp.cuda.Device().synchronize()
-    return out, effective_clocks(cp.asnumpy(prof), p.grid)
+    return out, cp.asnumpy(prof)
 
 
 def probe_fields(eff: dict, out: dict) -> dict:
@@ -145,13 +161,14 @@ def probe_fields(eff: dict, out: dict) -> dict:
 def sm_clock_probe(p: GemmParams, comp, sustain_s: float, steady_s: float) -> dict:
     """The SM-clock probe of one configuration: its profile build `comp` (compile_profile) in a
     short sustained loop right after its timing (fresh input sets, seed 7 as harness's timing);
-    probe_fields of it. Raises on any failure (the caller records probe_error)."""
+    probe_fields of its ring's launches inside the steady window. Raises on any failure (the
+    caller records probe_error)."""
     if isinstance(comp, Exception):
         raise comp
     kern = H.GemmKernel(p, comp)
     sets, n = H._kernel_sets(kern, 7)
     try:
-        out, eff = ring_loop(kern, sets, n, sustain_s, steady_s)
+        out, prof = ring_loop(kern, sets, n, sustain_s, steady_s)
     finally:
         del sets
-    return probe_fields(eff, out)
+    return probe_fields(effective_clocks(steady_slots(prof, p.grid, steady_s), p.grid), out)

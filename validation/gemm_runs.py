@@ -35,7 +35,7 @@ SM-clock probe (sweeps in SWEEP_PROBE: heldout17 only): right after a configurat
 (unchanged: the plain kernel's time is the record's), its profile build (-DGEMM_PROFILE=1, compiled
 in the same pool as the plain builds) runs a short sustained loop whose launches fill a ring of
 profile slots (validation/gemm_profile.py); the record adds sm_clock_eff_mhz (median over the
-ring's launches of the per-SM clock64/%globaltimer clock), sm_clock_eff_min/max,
+ring's launches in the loop's steady window of the per-SM clock64/%globaltimer clock), sm_clock_eff_min/max,
 probe_kernel_cycles (median), probe_nvml_clock_mhz_tw and probe_time_ms of that loop, or
 probe_error when the probe failed.
 Records (kind gemm_sustained) go to one JSONL, the raw NVML samples to another (few files come back

@@ -51,7 +51,7 @@ import numpy as np
 
 from kernels.params import GemmParams
 from validation import harness as H
-from validation.gemm_profile import RING, compile_profile, ring_loop
+from validation.gemm_profile import RING, compile_profile, effective_clocks, ring_loop
 from validation.power.nvml_sampler import PowerSampler
 from validation.provenance import device_provenance, write_record
 
@@ -108,7 +108,8 @@ def measure(p: GemmParams, comp) -> dict:
     """One sustained loop of the profile build; NVML and clock64/globaltimer clocks compared."""
     kern = H.GemmKernel(p, comp)
     sets, n = H._kernel_sets(kern, 7)
-    out, res = ring_loop(kern, sets, n, SUSTAIN_S, STEADY_S, RING)
+    out, prof = ring_loop(kern, sets, n, SUSTAIN_S, STEADY_S, RING)
+    res = effective_clocks(prof, p.grid)
     res["probe_rounds"] = probe_rounds(kern, sets, n, out.get("time_ms") or 1.0)
     rounds = [r for r in res["probe_rounds"] if r["eff_mhz"] and r["nvml_tw_mhz"]]
     if rounds:

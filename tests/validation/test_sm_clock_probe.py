@@ -1,8 +1,9 @@
 """The SM-clock probe of gemm_runs' sustained sweeps (validation/gemm_profile.py), without a GPU:
 its fields follow from a synthetic ring of profile slots by the law clock = an SM's clock64 cycles
 over the %globaltimer ns of the same span (per launch the median over SMs; median / min / max over
-the ring's launches; kernel cycles = the longest SM span, median over launches); only heldout17
-probes (heldout13..16 compile and run exactly as before); a failed probe keeps the timing."""
+the ring's launches that started in the steady window; kernel cycles = the longest SM span, median
+over launches); only heldout17 probes (heldout13..16 compile and run exactly as before); a failed
+probe keeps the timing."""
 
 from __future__ import annotations
 
@@ -19,16 +20,16 @@ LAUNCHES = (((1800, 1000), (1700, 1000)),   # SM clocks 1800, 1700 -> median 175
             ((1600, 1000), (1700, 1000)))   # 1600, 1700 -> 1650; longest 1700
 
 
-def ring(launches=LAUNCHES, empty: int = 1) -> tuple[np.ndarray, int]:
+def ring(launches=LAUNCHES, empty: int = 1, t0_ns: int = 10**10) -> tuple[np.ndarray, int]:
     """Profile slots {smid, c0, c1, g0, g1} per CTA: two CTAs per SM (back to back within the
-    SM's span), each SM's clock64 and globaltimer with their own offsets (SM counters are not
-    synchronised); `empty` slots never written (zeros)."""
+    SM's span), each SM's clock64 with its own offset (SM counters are not synchronised), launch j
+    starting at t0_ns + 5 ms x j on the globaltimer; `empty` slots never written (zeros)."""
     grid = 2 * len(launches[0])
     slots = []
     for j, sms in enumerate(launches):
         rows = []
         for s, (cyc, ns) in enumerate(sms):
-            c, g = 10_000 * (s + 1) + 77 * j, 5_000_000 * (j + 1) + 333 * s
+            c, g = 10_000 * (s + 1) + 77 * j, t0_ns + 5_000_000 * j + 333 * s
             rows += [(s, c, c + cyc // 2, g, g + ns // 2), (s, c + cyc // 2, c + cyc, g + ns // 2, g + ns)]
         slots.append(np.array(rows, dtype=np.uint64).reshape(-1))
     slots += [np.zeros(grid * 5, dtype=np.uint64)] * empty
@@ -48,12 +49,27 @@ def test_probe_fields_from_a_synthetic_ring():
                       "probe_launches_profiled", "probe_nvml_clock_mhz_tw", "probe_time_ms"}
 
 
+def test_slots_of_the_warm_up_are_left_out():
+    """A batch shorter than the ring leaves warm-up launches (a second before, at 1200 MHz) in
+    the other slots: only the launches that started within the steady window count."""
+    steady, grid = ring()
+    warm, _ = ring(launches=(((1200, 1000), (1200, 1000)),), empty=0, t0_ns=10**10 - 10**9)
+    prof = np.concatenate([warm, steady])
+    kept = gemm_profile.steady_slots(prof, grid, 0.25)
+    assert len(kept) == 3 and (kept == steady[:3]).all()
+    f = gemm_profile.probe_fields(gemm_profile.effective_clocks(kept, grid), {})
+    assert f["sm_clock_eff_mhz"] == pytest.approx(1750.0) and f["sm_clock_eff_min"] == pytest.approx(1650.0)
+    assert gemm_profile.effective_clocks(prof, grid)["eff_clock_mhz_min"] == pytest.approx(1200.0)  # unfiltered
+    assert len(gemm_profile.steady_slots(prof, grid, 2.0)) == 4
+
+
 def test_an_unwritten_ring_gives_no_clock():
     prof, grid = ring(launches=(((1800, 1000), (1700, 1000)),), empty=3)
     prof[0] = 0
     f = gemm_profile.probe_fields(gemm_profile.effective_clocks(prof, grid), {})
     assert f["sm_clock_eff_mhz"] is None and f["probe_kernel_cycles"] is None
     assert f["probe_launches_profiled"] == 0
+    assert len(gemm_profile.steady_slots(prof, grid, 0.25)) == 0
 
 
 # ----------------------------------------------------------------------------- gemm_runs' sustained sweep
