@@ -5,7 +5,7 @@
 
 Why: the H100 lowers its SM clock under heavy tensor load (1350-1980 MHz in our GEMM records), so
 a time in ms mixes what the simulator predicts (cycles) with power management (which it does not).
-Compiled with -DGEMM_PROFILE=1, kernels/cuda/gemm_sm90.cu writes per CTA {%smid, clock64 at
+Compiled with -DGEMM_PROFILE=1 (validation/gemm_profile.py), kernels/cuda/gemm_sm90.cu writes per CTA {%smid, clock64 at
 entry, clock64 after the CTA's last epilogue store (after a __syncthreads), %globaltimer at both}.
 From the last launch of a warm batch this module derives:
 
@@ -35,15 +35,12 @@ import pathlib
 import sys
 import time
 
-import numpy as np
-
 from kernels.params import GemmParams
 from validation import harness as H
+from validation.gemm_profile import analyse, compile_profile
 from validation.gemm_runs import SINGLE, WS1, WS2
-from validation.harness import compile_gemm
 from validation.provenance import device_provenance, write_record
 
-PROFILE_FLAGS = ("-DGEMM_PROFILE=1",)
 RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
 
 
@@ -77,53 +74,6 @@ def one_sm_configurations() -> list[GemmParams]:
         for r in (8, 128):
             out.append(GemmParams(m=128, n=128, k=4096, **{**base, "box_rows": r, "tma_issuer": "elect"}))
     return out
-
-
-def _compile(p: GemmParams):
-    try:
-        return compile_gemm(p, extra_flags=PROFILE_FLAGS)
-    except Exception as e:  # noqa: BLE001
-        return e
-
-
-def analyse(prof, ctas: int) -> dict:
-    """Statistics of a (ctas, 5) uint64 array {smid, c0, c1, g0, g1} (see module docstring)."""
-    a = np.asarray(prof, dtype=np.int64).reshape(ctas, 5)
-    sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
-    spans, clocks, per_sm, overlap = {}, [], [], 0
-    for s in np.unique(sm):
-        idx = np.nonzero(sm == s)[0]
-        span = int(c1[idx].max() - c0[idx].min())
-        ns = int(g1[idx].max() - g0[idx].min())
-        spans[int(s)] = span
-        if ns > 0:
-            clocks.append(span / ns * 1e3)
-        per_sm.append(len(idx))
-        ev = sorted([(int(c0[i]), 1) for i in idx] + [(int(c1[i]), -1) for i in idx],
-                    key=lambda t: (t[0], t[1]))
-        cur = 0
-        for _, d in ev:
-            cur += d
-            overlap = max(overlap, cur)
-    life = (c1 - c0).astype(np.float64)
-    busiest = max(spans, key=lambda s: (per_sm[list(spans).index(s)], spans[s]))
-    idx = np.nonzero(sm == busiest)[0]
-    t0 = int(c0[idx].min())
-    sm0 = sorted((int(c0[i] - t0), int(c1[i] - t0)) for i in idx)
-    return {
-        "kernel_cycles": int(max(spans.values())),
-        "kernel_cycles_median_sm": float(np.median(list(spans.values()))),
-        "clock_mhz": float(np.median(clocks)) if clocks else None,
-        "clock_mhz_min": float(np.min(clocks)) if clocks else None,
-        "clock_mhz_max": float(np.max(clocks)) if clocks else None,
-        "kernel_ns": int(g1.max() - g0.min()),
-        "cta_cycles_median": float(np.median(life)), "cta_cycles_p10": float(np.percentile(life, 10)),
-        "cta_cycles_p90": float(np.percentile(life, 90)), "cta_cycles_min": float(life.min()),
-        "cta_cycles_max": float(life.max()),
-        "ctas_per_sm_seen": int(overlap), "sms_used": len(spans),
-        "ctas_per_sm_count": [int(min(per_sm)), int(max(per_sm))],
-        "sm0_ctas": sm0,
-    }
 
 
 def profile_one(p: GemmParams, compiled, warm_s: float = 0.25) -> dict:
@@ -190,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.time()
     with cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 8) as ex:
-        compiled = list(ex.map(_compile, confs))
+        compiled = list(ex.map(compile_profile, confs))
     print(f"compiled {len(confs)} in {time.time() - t0:.0f} s", flush=True)
     prov = device_provenance()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -24,10 +24,20 @@ printed last. Sweeps:
               none recorded before), run like heldout14; records carry "heldout": "issue14-15".
   heldout16   the same design with a fourth seed (validation/heldout16.py, 85 configurations, none
               recorded before), run like heldout14; records carry "heldout": "issue14-16".
+  heldout17   the same design with a fifth seed (validation/heldout17.py, 87 configurations, none
+              recorded before), run like heldout14 plus the SM-clock probe (SWEEP_PROBE);
+              records carry "heldout": "issue14-17".
 
-Sustained mode (--sustain-s S, always for heldout13/14/15/16): each configuration runs back to back
+Sustained mode (--sustain-s S, always for heldout13..17): each configuration runs back to back
 for S seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and (heldout13
 only among the held-out sets) the 6 largest distinct shapes also get a sustained cuBLAS loop.
+SM-clock probe (sweeps in SWEEP_PROBE: heldout17 only): right after a configuration's timing
+(unchanged: the plain kernel's time is the record's), its profile build (-DGEMM_PROFILE=1, compiled
+in the same pool as the plain builds) runs a short sustained loop whose launches fill a ring of
+profile slots (validation/gemm_profile.py); the record adds sm_clock_eff_mhz (median over the
+ring's launches in the loop's steady window of the per-SM clock64/%globaltimer clock), sm_clock_eff_min/max,
+probe_kernel_cycles (median), probe_nvml_clock_mhz_tw and probe_time_ms of that loop, or
+probe_error when the probe failed.
 Records (kind gemm_sustained) go to one JSONL, the raw NVML samples to another (few files come back
 from the GPU machine); `--split FILE --out DIR` writes the JSONL's records as one file each.
 Code here runs on the GPU machine: no simpy/pydantic; cupy only inside functions.
@@ -48,7 +58,7 @@ import traceback
 
 from isa.errors import InputError
 from kernels.params import GemmParams
-from validation import harness, heldout13, heldout14, heldout15, heldout16
+from validation import gemm_profile, harness, heldout13, heldout14, heldout15, heldout16, heldout17
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import (append_jsonl, device_provenance, record_dict, split_jsonl,
                                    write_record)
@@ -166,21 +176,29 @@ def sweep_elect() -> list[GemmParams]:
 SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validation,
           "shapes": sweep_shapes, "elect": sweep_elect, heldout13.SWEEP_NAME: heldout13.sweep,
           heldout14.SWEEP_NAME: heldout14.sweep, heldout15.SWEEP_NAME: heldout15.sweep,
-          heldout16.SWEEP_NAME: heldout16.sweep}
+          heldout16.SWEEP_NAME: heldout16.sweep, heldout17.SWEEP_NAME: heldout17.sweep}
 #: sweeps that run only in sustained mode -> their default (--sustain-s, --steady-s) (s)
 SUSTAINED_ONLY = {heldout13.SWEEP_NAME: (3.0, 1.5),
                   heldout14.SWEEP_NAME: (heldout14.SUSTAIN_S, heldout14.STEADY_S),
                   heldout15.SWEEP_NAME: (heldout15.SUSTAIN_S, heldout15.STEADY_S),
-                  heldout16.SWEEP_NAME: (heldout16.SUSTAIN_S, heldout16.STEADY_S)}
+                  heldout16.SWEEP_NAME: (heldout16.SUSTAIN_S, heldout16.STEADY_S),
+                  heldout17.SWEEP_NAME: (heldout17.SUSTAIN_S, heldout17.STEADY_S)}
 DEFAULT_STEADY_S = 1.5
 #: record fields of a sweep's records beyond the common ones (the held-out marker, the sweep)
 SWEEP_FIELDS = {heldout13.SWEEP_NAME: lambda p: {"heldout": heldout13.HELDOUT_TAG},
                 heldout14.SWEEP_NAME: heldout14.record_fields,
                 heldout15.SWEEP_NAME: heldout15.record_fields,
-                heldout16.SWEEP_NAME: heldout16.record_fields}
+                heldout16.SWEEP_NAME: heldout16.record_fields,
+                heldout17.SWEEP_NAME: heldout17.record_fields}
 #: which configurations of a sustained sweep also get a cuBLAS loop (default: heldout13's rule)
 CUBLAS_PICKS = {heldout14.SWEEP_NAME: lambda params: set(), heldout15.SWEEP_NAME: lambda params: set(),
-                heldout16.SWEEP_NAME: lambda params: set()}
+                heldout16.SWEEP_NAME: lambda params: set(), heldout17.SWEEP_NAME: lambda params: set()}
+#: sustained sweeps whose configurations also get the SM-clock probe -> the probe loop's
+#: (seconds, steady seconds); the other sweeps run as before (no profile builds, no probe)
+SWEEP_PROBE = {heldout17.SWEEP_NAME: (heldout17.PROBE_SUSTAIN_S, heldout17.PROBE_STEADY_S)}
+#: a sustained sweep's planned wall seconds (params, sustain_s, cuBLAS loops) on the 16-core GPU
+#: machine (default heldout13.plan_seconds)
+PLAN_SECONDS = {heldout17.SWEEP_NAME: lambda params, sustain_s, n_cublas: heldout17.plan_seconds(params, sustain_s)}
 SUSTAINED_KIND = "gemm_sustained"
 
 
@@ -338,12 +356,15 @@ def run_sustained_sweep(name: str, out_dir: pathlib.Path, sustain_s: float, stea
     for f in (rec_path, smp_path):
         f.unlink(missing_ok=True)
     t0 = time.time()
-    compiled = harness.compile_many(params)
-    print(f"[{name}] compiled {len(params)} configurations in {time.time() - t0:.1f} s; sustained "
-          f"{sustain_s:g} s each (steady last {steady_s:g} s), cuBLAS on {len(picks)}", flush=True)
+    probe = SWEEP_PROBE.get(name)
+    compiled, profiled = _compile_builds(params, probe is not None)
+    print(f"[{name}] compiled {len(params)} configurations{' (+ their profile builds)' if probe else ''} "
+          f"in {time.time() - t0:.1f} s; sustained {sustain_s:g} s each (steady last {steady_s:g} s), "
+          f"cuBLAS on {len(picks)}" + (f", SM-clock probe {probe[0]:g} s (steady {probe[1]:g} s)" if probe else ""),
+          flush=True)
     prov = {**device_provenance(), "power": power_limits()}
     rows = []
-    for i, (p, comp) in enumerate(zip(params, compiled)):
+    for i, (p, comp, prof_comp) in enumerate(zip(params, compiled, profiled)):
         if budget_s is not None and time.time() - t0 > budget_s:
             print(f"[{name}] budget of {budget_s:.0f} s reached after {i} configurations", flush=True)
             break
@@ -357,6 +378,8 @@ def run_sustained_sweep(name: str, out_dir: pathlib.Path, sustain_s: float, stea
             rec["error"] = f"{type(e).__name__}: {e}"
             rec["traceback"] = traceback.format_exc()[-3000:]
             print(rec["traceback"], file=sys.stderr, flush=True)
+        if probe and status != "ERROR":
+            rec.update(probe_record(p, prof_comp, probe))
         rec["status"] = status
         append_jsonl(rec_path, record_dict(SUSTAINED_KIND, f"{name}__{p.tag}", rec, prov))
         append_jsonl(smp_path, {"name": f"{name}__{p.tag}", **samples})
@@ -364,13 +387,15 @@ def run_sustained_sweep(name: str, out_dir: pathlib.Path, sustain_s: float, stea
         print(f"[{i + 1}/{len(params)}] {status:5s} {p.tag} t={_fmt(rec.get('time_ms'))} ms "
               f"{_fmt(rec.get('tflops'), '{:.0f}')} TF/s {_fmt(rec.get('sm_clock_mhz_tw'), '{:.0f}')} MHz "
               f"{_fmt(rec.get('power_w_counter'), '{:.0f}')} W drift={_fmt(rec.get('drift_pct'), '{:+.1f}')}% "
-              f"cuBLAS%={_fmt(rec.get('pct_of_cublas'), '{:.1f}')} [{time.time() - t0:.0f} s]", flush=True)
-        if status == "ERROR" and not _context_alive():
+              f"cuBLAS%={_fmt(rec.get('pct_of_cublas'), '{:.1f}')}"
+              + (f" SMs {_fmt(rec.get('sm_clock_eff_mhz'), '{:.0f}')} MHz" if probe else "")
+              + f" [{time.time() - t0:.0f} s]", flush=True)
+        if (status == "ERROR" or "probe_error" in rec) and not _context_alive():
             print("CUDA context unusable after this error; stopping the sweep", flush=True)
             break
+    keys = SUSTAINED_SUMMARY_KEYS + (PROBE_SUMMARY_KEYS if probe else ())
     (out_dir / f"summary_{name}.json").write_text(json.dumps(
-        [{"tag": p.tag, "status": s, **{k: r.get(k) for k in SUSTAINED_SUMMARY_KEYS}}
-         for p, r, s in rows], indent=1))
+        [{"tag": p.tag, "status": s, **{k: r.get(k) for k in keys}} for p, r, s in rows], indent=1))
     print_sustained_table(name, rows, prov)
     return 0 if rows and all(s == "ok" for _, _, s in rows) else 1
 
@@ -378,6 +403,28 @@ def run_sustained_sweep(name: str, out_dir: pathlib.Path, sustain_s: float, stea
 SUSTAINED_SUMMARY_KEYS = ("time_ms", "time_ms_mean", "tflops", "drift_pct", "sm_clock_mhz_tw",
                           "power_w_nvml_tw", "power_w_counter", "energy_per_launch_mj", "reasons",
                           "cublas_time_ms", "pct_of_cublas", "rel_err", "unwritten")
+PROBE_SUMMARY_KEYS = ("sm_clock_eff_mhz", "sm_clock_eff_min", "sm_clock_eff_max", "probe_kernel_cycles",
+                      "probe_nvml_clock_mhz_tw", "probe_time_ms", "probe_error")
+
+
+def _compile_builds(params: list[GemmParams], with_profile: bool) -> tuple[list, list]:
+    """(the plain builds, the profile builds or Nones): one process pool for both."""
+    n = len(params)
+    if not with_profile:
+        return harness.compile_many(params), [None] * n
+    both = harness.compile_many(params + params, extra_flags=[()] * n + [gemm_profile.PROFILE_FLAGS] * n)
+    return both[:n], both[n:]
+
+
+def probe_record(p: GemmParams, prof_comp, probe: tuple[float, float]) -> dict:
+    """The SM-clock probe's record fields (gemm_profile.sm_clock_probe: the profile build in a
+    sustained loop of probe = (seconds, steady seconds)), or {"probe_error": ...}: a failed
+    probe never touches the configuration's timing or status."""
+    try:
+        return gemm_profile.sm_clock_probe(p, prof_comp, *probe)
+    except Exception as e:  # noqa: BLE001  (the probe is an extra; the timing stands)
+        print(f"probe failed for {p.tag}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        return {"probe_error": f"{type(e).__name__}: {e}"}
 
 
 def print_sustained_table(name: str, rows, prov: dict) -> None:
@@ -484,9 +531,9 @@ def _list(name: str, params: list[GemmParams], sustain: float | None) -> int:
         print(p.tag, p.smem_footprint_bytes, p.boxes_per_stage, *([where] if where else []),
               *(["cublas"] if i in picks else []))
     digest = hashlib.sha256("\n".join(p.tag for p in params).encode()).hexdigest()
+    plan = PLAN_SECONDS.get(name, heldout13.plan_seconds)
     print(f"{len(params)} configurations (sha256 of the tags {digest[:16]})"
-          + (f"; plan about {heldout13.plan_seconds(params, sustain, len(picks)):.0f} s on 16 cores"
-             if sustain else ""))
+          + (f"; plan about {plan(params, sustain, len(picks)):.0f} s on 16 cores" if sustain else ""))
     return 0
 
 

@@ -125,19 +125,23 @@ def compile_gemm(p: GemmParams, digest: str | None = None, extra_flags: tuple = 
                     warnings=info["warnings"], cached=cached, seconds=time.time() - t0)
 
 
-def _compile_one(p: GemmParams, digest: str):
+def _compile_one(p: GemmParams, digest: str, extra_flags: tuple = ()):
     try:
-        return compile_gemm(p, digest)
+        return compile_gemm(p, digest, extra_flags)
     except Exception as e:  # noqa: BLE001  (reported per configuration)
         return e
 
 
-def compile_many(params: list[GemmParams], workers: int | None = None) -> list[Compiled | Exception]:
-    """Compile every configuration in parallel processes (one nvcc each); errors are returned."""
+def compile_many(params: list[GemmParams], workers: int | None = None,
+                 extra_flags: list[tuple] | None = None) -> list[Compiled | Exception]:
+    """Compile every configuration in parallel processes (one nvcc each); errors are returned.
+    `extra_flags`: per configuration, more nvcc flags (compile_gemm's; default none), so that
+    plain and profile builds (validation/gemm_profile.py) share one pool."""
     digest = _sources_digest()
     workers = workers or os.cpu_count() or 4
+    flags = extra_flags if extra_flags is not None else [()] * len(params)
     with _cf.ProcessPoolExecutor(max_workers=workers) as ex:
-        return list(ex.map(_compile_one, params, [digest] * len(params)))
+        return list(ex.map(_compile_one, params, [digest] * len(params), flags))
 
 
 # ----------------------------------------------------------------------------- tensor maps

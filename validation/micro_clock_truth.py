@@ -51,12 +51,11 @@ import numpy as np
 
 from kernels.params import GemmParams
 from validation import harness as H
-from validation.cycle_profile import _compile, analyse
+from validation.gemm_profile import RING, compile_profile, effective_clocks, ring_loop
 from validation.power.nvml_sampler import PowerSampler
 from validation.provenance import device_provenance, write_record
 
 RECORDS = pathlib.Path(__file__).resolve().parent / "records" / "h100"
-RING = 16
 PROBE_ROUNDS, PROBE_S = 25, 0.04
 SUSTAIN_S, STEADY_S = 2.0, 1.0
 
@@ -86,35 +85,6 @@ def configurations(records: pathlib.Path = RECORDS) -> list[GemmParams]:
     return out
 
 
-def effective_clocks(prof: np.ndarray, grid: int) -> dict:
-    """Per-launch clock statistics of RING profile slots, each a (grid*5,) uint64 array."""
-    per, agg, cyc, ns = [], [], [], []
-    for slot in prof:
-        a = np.asarray(slot, dtype=np.int64).reshape(grid, 5)
-        if not a[:, 1].any():
-            continue
-        st = analyse(slot, grid)
-        per.append(st["clock_mhz"])
-        cyc.append(st["kernel_cycles"])
-        ns.append(st["kernel_ns"])
-        sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
-        tot_c = tot_n = 0
-        for s in np.unique(sm):
-            i = sm == s
-            tot_c += int(c1[i].max() - c0[i].min())
-            tot_n += int(g1[i].max() - g0[i].min())
-        agg.append(tot_c / tot_n * 1e3 if tot_n else None)
-    good = [x for x in per if x]
-    return {"launches_profiled": len(per),
-            "eff_clock_mhz_median": statistics.median(good) if good else None,
-            "eff_clock_mhz_min": min(good) if good else None,
-            "eff_clock_mhz_max": max(good) if good else None,
-            "eff_clock_mhz_agg": statistics.median([x for x in agg if x]) if any(agg) else None,
-            "eff_clock_mhz_per_launch": good,
-            "kernel_cycles_median": statistics.median(cyc) if cyc else None,
-            "kernel_ns_median": statistics.median(ns) if ns else None}
-
-
 def last_batch_nvml(out: dict) -> float | None:
     """Time-weighted NVML SM clock over the last batch of the sustained loop (zero-order hold)."""
     tr, smp = out.get("trajectory") or {}, out.get("samples") or {}
@@ -136,19 +106,10 @@ def last_batch_nvml(out: dict) -> float | None:
 
 def measure(p: GemmParams, comp) -> dict:
     """One sustained loop of the profile build; NVML and clock64/globaltimer clocks compared."""
-    import cupy as cp  # noqa: PLC0415  (GPU only)
-
     kern = H.GemmKernel(p, comp)
     sets, n = H._kernel_sets(kern, 7)
-    prof = cp.zeros((RING, p.grid * 5), dtype=cp.uint64)
-
-    def run_one(j):
-        maps, c = sets[j % n][0], sets[j % n][1]
-        kern.fn((p.grid,), (p.threads,), (maps[0], maps[1], c, prof[j % RING]), shared_mem=kern.smem)
-
-    out = H._sustained(run_one, p, n, SUSTAIN_S, STEADY_S, 5)
-    cp.cuda.Device().synchronize()
-    res = effective_clocks(cp.asnumpy(prof), p.grid)
+    out, prof = ring_loop(kern, sets, n, SUSTAIN_S, STEADY_S, RING)
+    res = effective_clocks(prof, p.grid)
     res["probe_rounds"] = probe_rounds(kern, sets, n, out.get("time_ms") or 1.0)
     rounds = [r for r in res["probe_rounds"] if r["eff_mhz"] and r["nvml_tw_mhz"]]
     if rounds:
@@ -238,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.time()
     with cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 8) as ex:
-        compiled = list(ex.map(_compile, confs))
+        compiled = list(ex.map(compile_profile, confs))
     print(f"compiled {len(confs)} in {time.time() - t0:.0f} s", flush=True)
     results = {}
     for p, comp in zip(confs, compiled):

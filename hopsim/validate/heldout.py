@@ -5,11 +5,12 @@
     python3 -m hopsim.validate.heldout --set heldout14 --records DIR --out DIR [--jobs 2]
     python3 -m hopsim.validate.heldout --set heldout15 --records DIR --out DIR [--jobs 2]
     python3 -m hopsim.validate.heldout --set heldout16 --records DIR --out DIR [--jobs 2]
+    python3 -m hopsim.validate.heldout --set heldout17 --records DIR --out DIR [--jobs 2]
 
 `--set` picks the held-out set (default heldout13: heldout.json / heldout.md, issue 13's table;
-heldout14, heldout15 and heldout16 (one design, three seeds): compare.json / report.md with issue
-14's sweep metrics and targets, hopsim/validate/heldout14_report.py). Records of another set are
-refused with heldout14, heldout15 and heldout16.
+heldout14 .. heldout17 (one design, four seeds): compare.json / report.md with issue 14's sweep
+metrics and targets, hopsim/validate/heldout14_report.py). Records of another set are refused with
+heldout14 .. heldout17.
 
 A held-out set is measured on the H100 after the model is frozen (its fingerprint is written in
 the report) and compared once; the first comparison is published as it came out. Each record
@@ -20,7 +21,10 @@ For each record the configuration is simulated through the CLI, as a user would 
   * at the predicted clock (`--clock sustained`, the default): the real prediction, giving the
     predicted sustained clock, power and time;
   * at the record's measured time-weighted clock (`--clock MHZ`): a diagnostic of the SM model
-    alone (the clock taken from the hardware).
+    alone (the clock taken from the hardware);
+  * where the record has the SM-clock probe (`sm_clock_eff_mhz`, heldout17: the clock64 /
+    %globaltimer clock of the SMs, validation/gemm_profile.py), also at that clock of the SMs
+    (sim_time_ms_at_sm_clock, err_time_sm_clock): the SM model with the clock the SMs counted.
 Errors are (simulated / measured - 1). Power is compared with the NVML averaged reading (what the
 governor holds to the limit) and, beside it, with the energy counter's slope.
 """
@@ -42,7 +46,7 @@ from isa.errors import InputError
 from hopsim.validate import heldout14_report
 from hopsim.validate.heldout_metrics import err as _err
 from hopsim.validate.heldout_metrics import stats as _stats
-from validation import heldout14, heldout15, heldout16
+from validation import heldout14, heldout15, heldout16, heldout17
 
 KNOBS = ("m", "n", "k", "dtype", "accum", "layout", "stages", "box_rows", "swizzle", "variant",
          "consumers", "ctas_per_sm", "epilogue", "raster", "group_m", "tma_issuer")
@@ -115,7 +119,26 @@ def compare_one(rec: dict) -> dict:
         "err_time_pred_clock": _err(pred["time_ms"], rec["time_ms"]),
         "err_time_hw_clock": _err(at_meas["time_ms"], rec["time_ms"]),
     })
+    if rec.get("sm_clock_eff_mhz"):
+        row.update(at_sm_clock(p, rec, pred))
     return row
+
+
+def at_sm_clock(p: dict, rec: dict, pred: dict) -> dict:
+    """The simulated time with the SMs at the record's probed clock E (`sm_clock_eff_mhz`, clock64 /
+    %globaltimer). The CLI's `--clock MHZ` is the SM clock NVML reports, and a tensor kernel runs
+    its SMs at tensor_sm_clock_ratio x it (hopsim/config/power.py; the JSON's sm_clock_mhz over
+    clock_mhz: 1 where the model has no such ratio), so the SMs at E are simulated with
+    --clock E / ratio. A clock outside the CLI's range is that row's sm_clock_error."""
+    eff = rec["sm_clock_eff_mhz"]
+    ratio = pred.get("sm_clock_mhz", pred["clock_mhz"]) / pred["clock_mhz"]
+    out = {"hw_sm_clock_eff_mhz": eff, "sim_clock_arg_mhz_at_sm_clock": eff / ratio}
+    at = simulate(p, f"{eff / ratio:.1f}")
+    if "error" in at:
+        return {**out, "sm_clock_error": at["error"]}
+    return {**out, "sim_time_ms_at_sm_clock": at["time_ms"],
+            "sim_sm_clock_mhz_at_sm_clock": at.get("sm_clock_mhz", at["clock_mhz"]),
+            "err_time_sm_clock": _err(at["time_ms"], rec["time_ms"])}
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -216,7 +239,7 @@ def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, e
 
 
 def _sweep_set(hset) -> dict:
-    """How a set of issue 14's design (validation/heldout14.py, heldout15.py, heldout16.py) is loaded, summarised
+    """How a set of issue 14's design (validation/heldout14.py .. heldout17.py) is loaded, summarised
     and written: only its members, heldout14_report's metrics and report."""
     return dict(name=hset.SWEEP_NAME, load=lambda d: heldout14_report.only_members(load(d), hset),
                 summarise=functools.partial(heldout14_report.summarise, hset=hset),
@@ -230,6 +253,7 @@ SETS = {
     "heldout14": _sweep_set(heldout14),
     "heldout15": _sweep_set(heldout15),
     "heldout16": _sweep_set(heldout16),
+    "heldout17": _sweep_set(heldout17),
 }
 
 

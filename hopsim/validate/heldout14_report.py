@@ -1,10 +1,10 @@
-"""Issue 14's held-out comparison: the summary, the fixed targets and report.md of `--set heldout14`,
-`--set heldout15` and `--set heldout16`.
+"""Issue 14's held-out comparison: the summary, the fixed targets and report.md of `--set heldout14`
+.. `--set heldout17`.
 
-    python3 -m hopsim.validate.heldout --set heldout14|heldout15|heldout16 --records DIR --out DIR
+    python3 -m hopsim.validate.heldout --set heldout14|heldout15|heldout16|heldout17 --records DIR --out DIR
 
-A set (validation/heldout14.py, heldout15.py, heldout16.py: one design, validation/heldout_draw.py,
-18 one-dimensional sweeps + single points, three seeds) is passed as its module (`hset`: sweeps(),
+A set (validation/heldout14.py .. heldout17.py: one design, validation/heldout_draw.py,
+18 one-dimensional sweeps + single points, four seeds) is passed as its module (`hset`: sweeps(),
 membership(), SWEEP_NAME, SEED); every function defaults to heldout14. It is measured on
 the H100 as benchmark loops after the model is frozen, and compared once; compare.json and
 report.md keep the model fingerprint (`hopsim config show`'s). Each record is simulated twice by
@@ -12,6 +12,9 @@ report.md keep the model fingerprint (`hopsim config show`'s). Each record is si
 the record's measured time-weighted clock (the SM model alone). Both bases get every metric:
 time MAPE / worst / within 10%; per sweep the best-configuration agreement, the curve's shape and
 points within 10%, Spearman; plus the predicted clock and power against the measured ones.
+Where records carry the SM-clock probe (heldout17: `sm_clock_eff_mhz`, the SMs' clock64 /
+%globaltimer clock), a third basis, the SMs' measured clock (clock64), gets the time and sweep
+metrics too (SM_BASIS; no target reads it).
 The targets are the issues' numbers, written here as constants (never derived from a report).
 """
 
@@ -28,6 +31,10 @@ from validation import heldout14
 #: (basis key, row field of the simulated time, words)
 BASES = (("predicted_clock", "pred_time_ms", "at the predicted clock"),
          ("measured_clock", "sim_time_ms_at_hw_clock", "at the measured clock (SM model alone)"))
+#: the third basis, present where rows have the SM-clock probe (heldout.at_sm_clock)
+SM_BASIS = ("sm_clock", "sim_time_ms_at_sm_clock", "at the SMs' measured clock (clock64)")
+#: the bases' keys in report order
+BASIS_KEYS = ("predicted_clock", "measured_clock", "sm_clock")
 
 #: Issue 14's and issue 13's targets on a fresh held-out set (fixed; see the issues' Targets).
 TARGETS = (
@@ -69,7 +76,8 @@ def _sweep_rows(rows_by_tag: dict, sweeps: Sequence, field: str) -> tuple[list[d
         labels = tuple(lab for lab, _ in pts)
         bad = [r for _, r in pts if "error" in r or r.get(field) is None]
         if bad:
-            out.append(failed_row(s.name, s.dim, labels, f"{bad[0]['tag']}: {bad[0].get('error', 'no time')}"))
+            why = bad[0].get("error") or bad[0].get("sm_clock_error") or "no time"
+            out.append(failed_row(s.name, s.dim, labels, f"{bad[0]['tag']}: {why}"))
             continue
         out.append(SweepFit(s.name, s.dim, labels, tuple(r["hw_time_ms"] for _, r in pts),
                             tuple(r[field] for _, r in pts)).row())
@@ -94,6 +102,11 @@ def _flat(summary: dict) -> dict:
     }
 
 
+def probed(rows: list[dict]) -> bool:
+    """Whether any row has the SM-clock probe (then the SMs' measured clock is a third basis)."""
+    return any("hw_sm_clock_eff_mhz" in r for r in rows)
+
+
 def summarise(rows: list[dict], sweeps: Sequence | None = None, members: dict | None = None,
               hset: ModuleType = heldout14) -> dict:
     """Every metric of the comparison, the sweep rows of both bases and the judged targets.
@@ -114,7 +127,9 @@ def summarise(rows: list[dict], sweeps: Sequence | None = None, members: dict | 
         "power_counter": stats([r["err_power_counter"] for r in ok]),
         "sweeps": {}, "sweep_rows": {}, "sweeps_not_evaluated": [],
     }
-    for basis, field, _ in BASES:
+    if probed(rows):
+        summary["time_at_sm_clock"] = stats([r.get("err_time_sm_clock") for r in ok])
+    for basis, field, _ in BASES + ((SM_BASIS,) if probed(rows) else ()):
         srows, skipped = _sweep_rows(by_tag, sweeps, field)
         summary["sweep_rows"][basis] = srows
         summary["sweeps"][basis] = sweep_summary(srows)
@@ -146,10 +161,11 @@ def _quantities_section(summary: dict) -> list[str]:
     rows = []
     for key, label in (("time_at_predicted_clock", "time at the predicted clock"),
                        ("time_at_measured_clock", "time at the measured clock (SM model alone)"),
+                       ("time_at_sm_clock", "time at the SMs' measured clock (clock64)"),
                        ("clock", "SM clock, predicted vs measured time-weighted"),
                        ("power_nvml", "power vs the NVML averaged reading"),
                        ("power_counter", "power vs the energy counter's slope")):
-        st = summary[key]
+        st = summary.get(key) or {}
         if st.get("n"):
             rows.append([label, st["n"], f"{st['mape_pct']:.1f}%", f"{st['mean_pct']:+.1f}%",
                          f"{st['worst_pct']:+.1f}%", st["within_5pct"], st["within_10pct"]])
@@ -157,16 +173,21 @@ def _quantities_section(summary: dict) -> list[str]:
         ["quantity", "n", "MAPE", "mean", "worst", "within 5%", "within 10%"], rows) + [""]
 
 
+def _bases_of(summary: dict) -> list[str]:
+    """The bases the summary has, in report order (the third only where rows had the probe)."""
+    return [b for b in BASIS_KEYS if b in summary["sweeps"]]
+
+
 def _dims_section(summary: dict) -> list[str]:
-    p, m = summary["sweeps"]["predicted_clock"], summary["sweeps"]["measured_clock"]
+    bases = [summary["sweeps"][b] for b in _bases_of(summary)]
     rows = []
-    for dim in ["all", *p["by_dim"]]:
-        a, b = (p["all"], m["all"]) if dim == "all" else (p["by_dim"][dim], m["by_dim"][dim])
-        rows.append([dim, a["n"], f"{a['best_agrees']} / {b['best_agrees']}",
-                     f"{a['best_same']} / {b['best_same']}", f"{a['shape_ok']} / {b['shape_ok']}",
-                     f"{a['points_ok']} / {b['points_ok']}",
-                     f"{_f(a['spearman_mean'], '{:.2f}')} / {_f(b['spearman_mean'], '{:.2f}')}"])
-    out = ["## One-dimensional sweeps (predicted clock / measured clock)", "",
+    for dim in ["all", *bases[0]["by_dim"]]:
+        per = [x["all"] if dim == "all" else x["by_dim"][dim] for x in bases]
+        rows.append([dim, per[0]["n"]] + [" / ".join(str(x[k]) for x in per)
+                                          for k in ("best_agrees", "best_same", "shape_ok", "points_ok")]
+                    + [" / ".join(_f(x["spearman_mean"], "{:.2f}") for x in per)])
+    words = "predicted clock / measured clock" + (" / SMs' measured clock (clock64)" if len(bases) > 2 else "")
+    out = [f"## One-dimensional sweeps ({words})", "",
            "Best agrees: the simulated best is the hardware's best or runs within 3% of it on the "
            "H100 (same: exactly the hardware's best). Shape: every point's time relative to its "
            "curve's best within 10%. Points: every point's own error within 10%. Spearman: mean "
@@ -180,27 +201,34 @@ def _dims_section(summary: dict) -> list[str]:
 
 
 def _sweep_table(summary: dict) -> list[str]:
-    pred = {r["name"]: r for r in summary["sweep_rows"]["predicted_clock"]}
-    meas = {r["name"]: r for r in summary["sweep_rows"]["measured_clock"]}
+    """Per sweep: values, hw and sim (predicted clock) curves over their best, and per basis the
+    simulated best, the hw loss, the worst shape deviation and Spearman (a third basis that
+    failed on a sweep, e.g. a point without the probe, shows '-')."""
+    by = [{r["name"]: r for r in summary["sweep_rows"][k]} for k in _bases_of(summary)]
+    third = len(by) > 2
     rows = []
-    for name, a in pred.items():
-        b = meas[name]
+    for name, a in by[0].items():
+        b = by[1][name]
         if "error" in a or "error" in b:
             rows.append([name, " / ".join(a["labels"]), "error: " + (a.get("error") or b.get("error")),
                          "", "", "", "", ""])
             continue
+        per = [a, b] + ([by[2][name]] if third else [])
+        ok = [x for x in per if "error" not in x]
         hmin = min(a["hw_ms"])
         rows.append([name, " / ".join(a["labels"]), " / ".join(f"{h / hmin:.2f}" for h in a["hw_ms"]),
                      " / ".join(f"{s / min(a['sim_ms']):.2f}" for s in a["sim_ms"]),
-                     f"{a['hw_best']} / {a['sim_best']} / {b['sim_best']}",
-                     f"{a['hw_loss_pct']:.1f}% / {b['hw_loss_pct']:.1f}%",
-                     f"{a['worst_shape_dev_pct']:+.1f}% / {b['worst_shape_dev_pct']:+.1f}%",
-                     f"{_f(a['spearman'], '{:.2f}')} / {_f(b['spearman'], '{:.2f}')}"])
+                     " / ".join([str(a["hw_best"])] + [str(x["sim_best"]) if x in ok else "-" for x in per]),
+                     " / ".join(f"{x['hw_loss_pct']:.1f}%" if x in ok else "-" for x in per),
+                     " / ".join(f"{x['worst_shape_dev_pct']:+.1f}%" if x in ok else "-" for x in per),
+                     " / ".join(_f(x["spearman"], "{:.2f}") if x in ok else "-" for x in per)])
+    bases, sm = ("pred / meas / SMs", " / sim SMs") if third else ("pred / meas", "")
     return ["### Per sweep", "", "hw / best and sim / best: each point's time over its curve's best "
             "(sim at the predicted clock). Best: hardware / simulated at the predicted / at the "
-            "measured clock; hw loss: the simulated best's extra time on the H100 (pred / meas).", ""] + _table(
-        ["sweep", "values", "hw / best", "sim / best (pred clk)", "best hw / sim pred / sim meas",
-         "hw loss", "worst shape dev (pred / meas)", "Spearman (pred / meas)"], rows) + [""]
+            "measured clock" + (" / at the SMs' measured clock (clock64)" if third else "")
+            + f"; hw loss: the simulated best's extra time on the H100 ({bases}).", ""] + _table(
+        ["sweep", "values", "hw / best", "sim / best (pred clk)", f"best hw / sim pred / sim meas{sm}",
+         "hw loss", f"worst shape dev ({bases})", f"Spearman ({bases})"], rows) + [""]
 
 
 def _pct(x) -> str:
@@ -208,26 +236,35 @@ def _pct(x) -> str:
 
 
 def _config_table(rows: list[dict], members: dict) -> list[str]:
+    """One line per configuration; where rows have the probe, also the SMs' measured clock and
+    the time error at it."""
+    third = probed(rows)
     out = []
     for r in rows:
         where = members.get(r["tag"], {})
         sweep = f"{where.get('heldout_sweep', '?')} {where.get('sweep_value') or ''}".strip()
         if "error" in r:
             out.append([r["tag"], sweep, f"{r['hw_time_ms']:.4g}", f"{r['hw_clock_mhz_tw']:.0f}",
-                        "-", f"error: {r['error']}", "", "", "", "", ""])
+                        "-", f"error: {r['error']}", "", "", "", "", ""] + ([""] if third else []))
             continue
-        out.append([r["tag"], sweep, f"{r['hw_time_ms']:.4g}", f"{r['hw_clock_mhz_tw']:.0f}",
-                    _f(r.get("hw_power_w_nvml"), "{:.0f}"), f"{r['pred_clock_mhz']:.0f}",
-                    _f(r.get("pred_power_w"), "{:.0f}"), f"{r['pred_time_ms']:.4g}", _pct(r["err_clock"]),
-                    _pct(r["err_power_nvml"]), f"{_pct(r['err_time_pred_clock'])} / {_pct(r['err_time_hw_clock'])}"])
-    return ["## Per configuration", ""] + _table(
-        ["configuration", "sweep", "hw ms", "hw MHz", "hw W", "pred MHz", "pred W", "pred ms",
-         "err clock", "err power", "err time (pred / meas clk)"], out) + [""]
+        errs = [_pct(r["err_time_pred_clock"]), _pct(r["err_time_hw_clock"])]
+        if third:
+            errs.append(_pct(r.get("err_time_sm_clock")))
+        out.append([r["tag"], sweep, f"{r['hw_time_ms']:.4g}", f"{r['hw_clock_mhz_tw']:.0f}"]
+                   + ([_f(r.get("hw_sm_clock_eff_mhz"), "{:.0f}")] if third else [])
+                   + [_f(r.get("hw_power_w_nvml"), "{:.0f}"), f"{r['pred_clock_mhz']:.0f}",
+                      _f(r.get("pred_power_w"), "{:.0f}"), f"{r['pred_time_ms']:.4g}", _pct(r["err_clock"]),
+                      _pct(r["err_power_nvml"]), " / ".join(errs)])
+    head = (["configuration", "sweep", "hw ms", "hw MHz"] + (["SMs' MHz (clock64)"] if third else [])
+            + ["hw W", "pred MHz", "pred W", "pred ms", "err clock", "err power",
+               "err time (pred / meas / SMs' clk)" if third else "err time (pred / meas clk)"])
+    return ["## Per configuration", ""] + _table(head, out) + [""]
 
 
-#: set name -> the words of report.md's title (heldout14's as first published; heldout16 names its
-#: own issue tag, heldout15 the default)
-TITLES = {"heldout14": "issue 14", "heldout16": "heldout16 (issues 14-16, seed 1620261124)"}
+#: set name -> the words of report.md's title (heldout14's as first published; heldout16 and
+#: heldout17 name their own issue tags, heldout15 the default)
+TITLES = {"heldout14": "issue 14", "heldout16": "heldout16 (issues 14-16, seed 1620261124)",
+          "heldout17": "heldout17 (issues 14-17, seed 1720261124)"}
 
 
 def markdown(summary: dict, rows: list[dict], fingerprint: str, basis: str,
@@ -244,7 +281,11 @@ def markdown(summary: dict, rows: list[dict], fingerprint: str, basis: str,
              + (f"; simulation errors: {len(s['simulation_errors'])}" if s["simulation_errors"] else "") + ".",
              "", "Errors are simulated / measured - 1 (> 0: the simulator is slower). 'Predicted clock': "
              "the real prediction (`--clock sustained`); 'measured clock': the SM model alone at the "
-             "record's time-weighted clock (diagnostic).", ""]
+             "record's time-weighted clock (diagnostic)."
+             + (" 'SMs' measured clock (clock64)': the SM model alone with its SMs at the clock they "
+                "counted in the record's SM-clock probe (clock64 over %globaltimer; simulated with "
+                "`--clock` that clock / tensor_sm_clock_ratio, the CLI's clock being NVML's); no "
+                "target reads it." if "sm_clock" in s["sweeps"] else ""), ""]
     lines += _targets_section(s) + _quantities_section(s) + _dims_section(s) + _sweep_table(s)
     lines += _config_table(rows, members)
     return "\n".join(lines)
