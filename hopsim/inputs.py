@@ -81,6 +81,17 @@ def bounded_int(field: str, value: Any, lo: int, hi: int, what: str = "an intege
     return value
 
 
+def bounded_float(field: str, value: Any, lo: float, hi: float, what: str = "a number") -> float:
+    """A finite float (from a number or its text) in lo..hi."""
+    try:
+        x = float(str(value).strip())
+    except ValueError:
+        raise InputError(field, value, f"{what} from {lo:g} to {hi:g}") from None
+    if not (x == x and lo <= x <= hi):
+        raise InputError(field, value, f"{what} from {lo:g} to {hi:g}")
+    return x
+
+
 def int_text(text: str) -> int:
     """An integer written in decimal digits or 0x/0o/0b (Python's int(text, 0)), at most 40 chars.
 

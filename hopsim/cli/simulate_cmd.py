@@ -96,7 +96,11 @@ def gemm_parser() -> argparse.ArgumentParser:
     g.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock: sustained (default; the highest supported clock within the "
                         "power model's limits, what a benchmark loop sees), boost (1980 MHz, a "
-                        "single short launch) or MHz")
+                        "single short launch) or MHz, the clock NVML reports (a tensor kernel's SMs "
+                        "run at tensor_sm_clock_ratio x it, `hopsim config show`)")
+    g.add_argument("--sm-clock", metavar="MHZ", type=str, default=None,
+                   help="simulate with the SMs at exactly MHZ (a measured clock64 / %%globaltimer clock, "
+                        "100..1980); replaces --clock; the reported clock is MHZ / tensor_sm_clock_ratio")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="one JSON object (a list for a sweep)")
     o.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
@@ -198,7 +202,9 @@ def run_gemm(argv: list[str]) -> int:
     overrides = {kn.name: getattr(args, f"knob_{kn.name}") for kn in sweep.KNOBS
                  if getattr(args, f"knob_{kn.name}") is not None}
     grid = sweep.make_grid(sweep=overrides)
-    points = [{**p, "clock": clock} for p in grid.points()]
+    sm_clock = None if args.sm_clock is None else inputs.bounded_float(
+        "sm-clock", args.sm_clock, 100.0, 1980.0, "an SM clock in MHz")
+    points = [{**p, "clock": clock, **({"sm_clock_mhz": sm_clock} if sm_clock else {})} for p in grid.points()]
     if args.emit_ir:
         return _emit_ir(grid, points, overrides)
     if len(points) == 1:
@@ -207,7 +213,7 @@ def run_gemm(argv: list[str]) -> int:
         gpu = load_gpu(points[0].get("gpu") or "h100_sxm")
         with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):
             run = gemm_sim.simulate_gemm_clocked(params, gpu, clock, mode=args.mode, check=args.check,
-                                                 trace=bool(args.trace or args.plot))
+                                                 trace=bool(args.trace or args.plot), sm_clock_mhz=sm_clock)
             with inputs.Outputs() as outs:
                 if args.trace:
                     run.result.trace.write(outs.stage(args.trace))

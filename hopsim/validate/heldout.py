@@ -85,9 +85,11 @@ def cli_args(p: dict) -> list[str]:
     return args
 
 
-def simulate(p: dict, clock: str) -> dict:
-    cmd = [sys.executable, "-m", "hopsim", "simulate", "gemm", *cli_args(p), "--clock", clock,
-           "--json", "--no-progress", "--jobs", "1"]
+def simulate(p: dict, clock: str, sm_clock: bool = False) -> dict:
+    """`simulate gemm --json` of a record's knobs at `clock` (the reported clock: sustained, boost or
+    MHz), or with `sm_clock` the SMs at exactly `clock` MHz (--sm-clock)."""
+    cmd = [sys.executable, "-m", "hopsim", "simulate", "gemm", *cli_args(p), "--sm-clock" if sm_clock else "--clock",
+           clock, "--json", "--no-progress", "--jobs", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"}
@@ -126,14 +128,12 @@ def compare_one(rec: dict) -> dict:
 
 def at_sm_clock(p: dict, rec: dict, pred: dict) -> dict:
     """The simulated time with the SMs at the record's probed clock E (`sm_clock_eff_mhz`, clock64 /
-    %globaltimer). The CLI's `--clock MHZ` is the SM clock NVML reports, and a tensor kernel runs
-    its SMs at tensor_sm_clock_ratio x it (hopsim/config/power.py; the JSON's sm_clock_mhz over
-    clock_mhz: 1 where the model has no such ratio), so the SMs at E are simulated with
-    --clock E / ratio. A clock outside the CLI's range is that row's sm_clock_error."""
+    %globaltimer): `simulate gemm --sm-clock E` (the CLI's `--clock MHZ` is the clock NVML reports,
+    whose SMs run at tensor_sm_clock_ratio x it, hopsim/config/power.py). A clock outside
+    --sm-clock's range is that row's sm_clock_error."""
     eff = rec["sm_clock_eff_mhz"]
-    ratio = pred.get("sm_clock_mhz", pred["clock_mhz"]) / pred["clock_mhz"]
-    out = {"hw_sm_clock_eff_mhz": eff, "sim_clock_arg_mhz_at_sm_clock": eff / ratio}
-    at = simulate(p, f"{eff / ratio:.1f}")
+    out = {"hw_sm_clock_eff_mhz": eff, "sim_clock_arg_mhz_at_sm_clock": eff}
+    at = simulate(p, f"{eff:.1f}", sm_clock=True)
     if "error" in at:
         return {**out, "sm_clock_error": at["error"]}
     return {**out, "sim_time_ms_at_sm_clock": at["time_ms"],

@@ -1,9 +1,9 @@
 """`--set heldout17` of hopsim.validate.heldout on synthetic records (never by simulating the set):
 heldout17 gets heldout14's metrics, fixed targets and report, with its own membership, title
 (issues 14-17) and seed; records of another set are refused. Its records carry the SM-clock probe
-(`sm_clock_eff_mhz`), so each is also simulated with the SMs at that clock: the CLI's --clock is
-the clock NVML reports and a tensor kernel's SMs run at ratio x it (the JSON's sm_clock_mhz over
-clock_mhz), so --clock is E / ratio; the report adds a third basis, "SMs' measured clock
+(`sm_clock_eff_mhz`), so each is also simulated with the SMs at that clock (`simulate gemm
+--sm-clock E`; the CLI's --clock is the clock NVML reports and a tensor kernel's SMs run at ratio x
+it); the report adds a third basis, "SMs' measured clock
 (clock64)", and keeps the other columns and the targets; sets without the probe are unchanged (the
 published heldout14-16 reports regenerate byte for byte from their compare.json)."""
 
@@ -57,12 +57,14 @@ def test_published_reports_of_unprobed_sets_are_unchanged(hset):
 # ----------------------------------------------------------------------------- the SMs' measured clock
 def fake_simulate(calls: list, ratio: float | None):
     """heldout.simulate replaced: 'sustained' predicts 1700 MHz; time = CYCLES / the SMs' clock,
-    the SMs at ratio x --clock (ratio None: a model whose JSON has no sm_clock_mhz, SMs at --clock)."""
-    def simulate(p: dict, clock: str) -> dict:
-        calls.append(clock)
+    the SMs at ratio x --clock, or at exactly --sm-clock (ratio None: a model whose JSON has no
+    sm_clock_mhz, SMs at --clock)."""
+    def simulate(p: dict, clock: str, sm_clock: bool = False) -> dict:
+        calls.append(("sm " if sm_clock else "") + clock)
         mhz = 1700.0 if clock == "sustained" else float(clock)
-        sm = mhz * (ratio or 1.0)
-        out = {"clock_mhz": mhz, "time_ms": CYCLES / (sm * 1e3), "power_w": 650.0}
+        sm = mhz if sm_clock else mhz * (ratio or 1.0)
+        out = {"clock_mhz": sm / (ratio or 1.0) if sm_clock else mhz, "time_ms": CYCLES / (sm * 1e3),
+               "power_w": 650.0}
         return {**out, "sm_clock_mhz": sm} if ratio else out
     return simulate
 
@@ -81,12 +83,11 @@ def test_time_at_the_sms_measured_clock(ratio, monkeypatch):
     calls: list = []
     monkeypatch.setattr(heldout, "simulate", fake_simulate(calls, ratio))
     row = heldout.compare_one(record(0, 1750.0))
-    arg = 1750.0 / (ratio or 1.0)
-    assert calls == ["sustained", "1850.0", f"{arg:.1f}"]
-    assert row["hw_sm_clock_eff_mhz"] == 1750.0 and row["sim_clock_arg_mhz_at_sm_clock"] == pytest.approx(arg)
-    # the SMs ran at E (up to --clock's 0.1 MHz), so the cycle-exact synthetic model has no error
-    assert row["sim_sm_clock_mhz_at_sm_clock"] == pytest.approx(1750.0, abs=0.1)
-    assert abs(row["err_time_sm_clock"]) < 0.1 / 1750
+    assert calls == ["sustained", "1850.0", "sm 1750.0"]
+    assert row["hw_sm_clock_eff_mhz"] == 1750.0 and row["sim_clock_arg_mhz_at_sm_clock"] == 1750.0
+    # the SMs ran at E, so the cycle-exact synthetic model has no error
+    assert row["sim_sm_clock_mhz_at_sm_clock"] == pytest.approx(1750.0)
+    assert row["err_time_sm_clock"] == pytest.approx(0.0, abs=1e-12)
     assert row["err_time_hw_clock"] == pytest.approx(1750 / (1850 * (ratio or 1.0)) - 1)  # unchanged column
 
 
@@ -98,13 +99,13 @@ def test_no_probe_no_third_simulation(monkeypatch):
 
 
 def test_a_clock_outside_the_cli_range_is_that_rows_error(monkeypatch):
-    def simulate(p, clock):
-        if clock not in ("sustained", "1850.0"):
-            return {"error": f"hopsim: --clock {clock}: not one of sustained, boost, or an SM clock ..."}
+    def simulate(p, clock, sm_clock=False):
+        if sm_clock:
+            return {"error": f"hopsim: --sm-clock {clock}: not an SM clock in MHz from 100 to 1980"}
         return fake_simulate([], RATIO)(p, clock)
     monkeypatch.setattr(heldout, "simulate", simulate)
-    row = heldout.compare_one(record(0, 1890.0))
-    assert "error" not in row and "err_time_hw_clock" in row and "--clock 2023.6" in row["sm_clock_error"]
+    row = heldout.compare_one(record(0, 1990.0))
+    assert "error" not in row and "err_time_hw_clock" in row and "--sm-clock 1990.0" in row["sm_clock_error"]
 
 
 def test_report_of_two_probed_records(tmp_path, monkeypatch):
