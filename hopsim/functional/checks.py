@@ -3,7 +3,7 @@
 What is tracked (shared memory in 16-B chunks, the granule of TMA/wgmma/ldmatrix rows):
 
     tma_pending[chunk]    in-flight TMA loads that will still WRITE the chunk   (issue .. complete)
-    wgmma_reading[chunk]  wgmma ops that may still READ the chunk               (issue .. the
+    wgmma_inflight        wgmma ops that may still READ their chunks (sorted)   (issue .. the
                           wgmma.wait_group that covers their group returns)
 
     ld.shared / ldmatrix / wgmma / TMA-store read of a chunk with tma_pending > 0   -> ReadBeforeLand
@@ -52,7 +52,6 @@ class Checker:
         self.check_phases = enabled and check_phases
         n = -(-max(ex.smem_size, 1) // CHUNK)
         self.tma_pending = np.zeros(n, dtype=np.int32)
-        self.wgmma_reading = np.zeros(n, dtype=np.int32)
         self.tma_inflight: dict[int, tuple] = {}     # id -> (lo, hi, warp, index, text, mbarrier)
         self.wgmma_inflight: dict[int, tuple] = {}   # id -> (chunks, wg, group, warp, index, text)
         self.wgmma_rows = ex.prog.wgmma_rows
@@ -87,13 +86,34 @@ class Checker:
     def smem_write(self, chunks, what: str) -> None:
         if not self.wgmma_inflight:
             return
-        hit = self._any(self.wgmma_reading, chunks)
+        hit = self._read_by_wgmma(chunks)
         if hit is not None:
             rec = self._wgmma_record(hit)
             raise StageOverwrite(
                 f"{what} writes smem 0x{hit * CHUNK:x} which wgmma group {rec[2]} of warpgroup {rec[1]} "
                 f"(mma_async at #{rec[4]} `{rec[5]}`) still reads: wgmma.wait_group must cover that group "
                 f"before the stage is reused")
+
+    def _read_by_wgmma(self, chunks):
+        """The first chunk of `chunks` (a (lo, hi) range: the lowest) that an in-flight wgmma
+        reads, or None. Each wgmma's chunks are sorted and unique: a range is tested against
+        their bounds first (another stage's wgmma: no overlap), then by bisection."""
+        if isinstance(chunks, tuple):
+            lo, hi = chunks
+            best = None
+            for rec in self.wgmma_inflight.values():
+                c = rec[0]
+                if not len(c) or c[0] >= hi or c[-1] < lo:
+                    continue
+                i = int(np.searchsorted(c, lo))
+                if i < len(c) and c[i] < hi and (best is None or c[i] < best):
+                    best = int(c[i])
+            return best
+        chunks = np.asarray(chunks)
+        read = np.zeros(len(chunks), dtype=bool)
+        for rec in self.wgmma_inflight.values():
+            read |= np.isin(chunks, rec[0])
+        return int(chunks[np.flatnonzero(read)[0]]) if read.any() else None
 
     @staticmethod
     def _any(arr, chunks):
@@ -145,13 +165,10 @@ class Checker:
 
     def wgmma_issue(self, ident: int, chunks: np.ndarray, wg, group: int, ws, op) -> None:
         self.smem_read(chunks, "wgmma.mma_async operand fetch")
-        self.wgmma_reading[chunks] += 1  # chunks are unique (sorted np.unique)
         self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text)
 
     def wgmma_retire(self, ident: int) -> None:
-        rec = self.wgmma_inflight.pop(ident, None)
-        if rec is not None:
-            self.wgmma_reading[rec[0]] -= 1
+        self.wgmma_inflight.pop(ident, None)
 
     # ------------------------------------------------------------------------- mbarrier parity
     def wait_phase(self, ws, addr: int, parity: int, bar) -> int:

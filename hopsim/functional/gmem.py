@@ -102,8 +102,10 @@ class GlobalMemory:
         return self._bufs[i][off:off + nbytes]
 
     # ----------------------------------------------------------------------------- per-lane access
-    def _lane_offsets(self, addrs: np.ndarray, size: int) -> tuple[np.ndarray, int]:
-        al = np.asarray(addrs).tolist()
+    def _lane_buffer(self, al: list, size: int) -> int:
+        """The buffer index of a warp access of `size` bytes at each address of `al` (a list);
+        IllegalInstruction when an address is outside the buffers, the access spans two of them,
+        or an address is not `size`-aligned."""
         lo, hi = min(al), max(al)
         i = bisect.bisect_right(self._bases, lo) - 1
         if i < 0 or hi + size > self._bases[i] + self._bufs[i].nbytes:
@@ -116,8 +118,12 @@ class GlobalMemory:
             bad = [x for x in al if x % size]
         if bad:
             raise IllegalInstruction(f"misaligned global access of {size} B at 0x{bad[0]:x}")
-        base = self._bases[i]
-        return np.asarray(al, dtype=np.int64) - base, i
+        return i
+
+    def _lane_offsets(self, addrs: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+        al = np.asarray(addrs).tolist()
+        i = self._lane_buffer(al, size)
+        return np.asarray(al, dtype=np.int64) - self._bases[i], i
 
     def load(self, addrs: np.ndarray, dtype, count: int = 1) -> np.ndarray:
         """Per-lane load: values[len(addrs), count] of dtype from each address (a vector of `count`
@@ -135,9 +141,11 @@ class GlobalMemory:
         size = dtype.itemsize * count
         if len(addrs) == 0:
             return
-        off, i = self._lane_offsets(addrs, size)
+        al = np.asarray(addrs).tolist()
+        i = self._lane_buffer(al, size)
         if not self._bufs[i].flags.writeable:  # a reserved buffer (timing-only) keeps no data
             return
+        off = np.asarray(al, dtype=np.int64) - self._bases[i]
         if callable(values):
             values = values()
         data = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape(len(off), count)).view(np.uint8)

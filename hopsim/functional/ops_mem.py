@@ -131,12 +131,17 @@ def _st_shared(ins, ctx):
     return fn
 
 
-def _sector_ranges(addrs: np.ndarray, size: int) -> tuple:
-    """Global (address, nbytes) runs of the 32-B sectors a warp access touches."""
+def _sector_ranges(addrs: np.ndarray, size: int, aligned: bool = False) -> tuple:
+    """Global (address, nbytes) runs of the 32-B sectors a warp access touches. `aligned`: every
+    address is a multiple of `size` (GlobalMemory.load/store raise otherwise), so an access of a
+    size dividing 32 lies in one sector."""
     if len(addrs) == 0:
         return ()
     al = addrs.tolist()
-    secs = sorted({x >> 5 for x in al} | {(x + size - 1) >> 5 for x in al})
+    if aligned and 32 % size == 0:
+        secs = sorted({x >> 5 for x in al})
+    else:
+        secs = sorted({x >> 5 for x in al} | {(x + size - 1) >> 5 for x in al})
     out = []
     start = prev = secs[0]
     for s in secs[1:]:
@@ -167,7 +172,7 @@ def _ld_global(ins, ctx):
             for i, r in enumerate(rows):
                 dst = ex.bits[r, lanes]
                 dst[mask] = wr(vals[:, i])
-        return Effect(kind=Kind.LD_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec),
+        return Effect(kind=Kind.LD_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec, True),
                       gmem_bytes=n * esize * vec, smem_access_bytes=esize * vec)
     return fn
 
@@ -194,7 +199,7 @@ def _st_global(ins, ctx):
                     vals[:, i] = rd(ex.bits[r, lanes] if full else ex.bits[r, lanes][mask])
                 return vals
             ex.gmem.store(addrs, values, dt, vec)
-        return Effect(kind=Kind.ST_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec),
+        return Effect(kind=Kind.ST_GLOBAL, warp=ws.w, lanes=n, gmem_ranges=_sector_ranges(addrs, esize * vec, True),
                       gmem_bytes=n * esize * vec, is_write=True, smem_access_bytes=esize * vec)
     return fn
 

@@ -292,7 +292,8 @@ class MemorySystem:
             if excess > 0:  # the dirty share of L2 is full: written back as it arrives
                 hbm_reserve(t, excess / wr_bw, "write-back")
                 self.wb_debt = room
-            jitter(lat)
+            if jitter.max_cycles:  # (draws as write() does; off, the latency is unchanged)
+                jitter(lat)
 
     def _forget(self) -> None:
         """Drop the links' busy intervals that ended before the clock (GapPipe.forget_before)."""
