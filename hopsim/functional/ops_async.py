@@ -228,7 +228,7 @@ def _wgmma(ins, ctx):
             chk.wgmma_issue(ident, chunks, g, group, ws, ex.prog.ops[ws.pc])
         rec = [ident, False, rows]
         g.uncommitted.append(rec)
-        g.inflight_rows = g.inflight_rows | rows
+        g.inflight_rows |= rows  # (a set of its own: retire_groups makes a new one)
         values = ex.values
 
         def complete():
