@@ -94,14 +94,7 @@ def last_batch_nvml(out: dict) -> float | None:
         return None
     t1 = ends[-1]
     t0 = t1 - ms[-1] * out["launches_per_batch"] / 1e3
-    pts = [(t, f) for t, f in zip(ts, mhz) if f is not None]
-    before = [f for t, f in pts if t <= t0]
-    seg = ([(t0, before[-1])] if before else []) + [(t, f) for t, f in pts if t0 < t < t1]
-    if not seg:
-        return None
-    nxt = [t for t, _ in seg[1:]] + [t1]
-    w = [b - a for (a, _), b in zip(seg, nxt)]
-    return sum(wi * f for wi, (_, f) in zip(w, seg)) / sum(w) if sum(w) > 0 else None
+    return _tw([(t, f) for t, f in zip(ts, mhz) if f is not None], t0, t1)
 
 
 def measure(p: GemmParams, comp) -> dict:
@@ -172,7 +165,11 @@ def probe_rounds(kern, sets, n: int, time_ms: float) -> list[dict]:
 
 def tw_clock(samples: list[dict], t0: float, t1: float) -> float | None:
     """Time-weighted NVML SM clock over [t0, t1] (host clock; zero-order hold of the samples)."""
-    pts = [(s["t"], s.get("sm_mhz")) for s in samples if s.get("sm_mhz") is not None]
+    return _tw([(s["t"], s["sm_mhz"]) for s in samples if s.get("sm_mhz") is not None], t0, t1)
+
+
+def _tw(pts: list[tuple[float, float]], t0: float, t1: float) -> float | None:
+    """Time-weighted mean over [t0, t1] of (time, value) samples held until the next one."""
     before = [f for t, f in pts if t <= t0]
     seg = ([(t0, before[-1])] if before else []) + [(t, f) for t, f in pts if t0 < t < t1]
     if not seg:
