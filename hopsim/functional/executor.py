@@ -40,6 +40,8 @@ from hopsim.functional.smem import SharedMemory
 
 __all__ = ["Launch", "CTAExecutor", "Effect", "Kind", "WgmmaInfo"]
 
+_ALU, _REGISTER, _COLLECTIVE = Kind.ALU, Kind.REGISTER, Kind.COLLECTIVE  # (issue()'s hot loop)
+
 
 def _dim3(v) -> tuple[int, int, int]:
     if isinstance(v, int):
@@ -345,10 +347,10 @@ class CTAExecutor:
         ops = self.prog.ops
         op = ops[ws.pc]
         try:
-            if op.kind in Kind.REGISTER:  # a run of ALU ops, or one MUFU/SHFL op (its own timing class)
+            if op.kind in _REGISTER:  # a run of ALU ops, or one MUFU/SHFL op (its own timing class)
                 n = 0
                 first = op
-                alone = op.kind != Kind.ALU
+                alone = op.kind != _ALU
                 check = self.checker.active
                 lanes = ws.nactive
                 ran = []
@@ -371,7 +373,7 @@ class CTAExecutor:
                         reconverge(ws)
                         break
                     op = ops[ws.pc]
-                    if alone or n >= batch or op.kind != Kind.ALU:
+                    if alone or n >= batch or op.kind != _ALU:
                         break
                     if stop is not None and (op.rows & stop or op.guard_row in stop):
                         break
@@ -386,7 +388,7 @@ class CTAExecutor:
             eff.index = op.index
             eff.instr = op.instr
             if eff.blocked_on is None and not ws.done and ws.block is None:
-                if eff.kind not in Kind.COLLECTIVE:
+                if eff.kind not in _COLLECTIVE:
                     ws.pc = op.next_pc
                 if ws.pc == ws.rpc or not ws.nactive:  # reconvergence, or the path's lanes exited
                     reconverge(ws)

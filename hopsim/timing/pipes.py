@@ -30,6 +30,7 @@ import random
 
 QUANTUM = 1024
 """Service times are multiples of 1/QUANTUM cycle (a power of two: exact in floating point)."""
+_ceil = math.ceil
 
 
 class Pipe:
@@ -47,7 +48,7 @@ class Pipe:
 
     def reserve(self, arrival: float, service: float, label: str = "") -> float:
         """Queue a use of `service` cycles arriving at `arrival`; return its end time."""
-        service = math.ceil(service * QUANTUM) / QUANTUM
+        service = _ceil(service * QUANTUM) / QUANTUM
         start = arrival if arrival > self.next_free else self.next_free
         end = start + service
         self.next_free = end

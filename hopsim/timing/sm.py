@@ -255,7 +255,7 @@ class CtaRun:
 
         `resume` (fork.py): (suspension point, the event waited on there, RESUME_LOCALS): go on
         from that wait as the copied process would."""
-        env, ex, c = self.env, self.ex, self.c
+        env, ex, c, alu_ready, touched = self.env, self.ex, self.c, self.alu_ready[w], self.touched
         st = self.stats[w]
         smsp = self.sm.sched.pipes[w % self.sm.sched.n]
         slices = st.slices
@@ -312,7 +312,7 @@ class CtaRun:
                     if pend:
                         stop = frozenset(pend)
                 eff = ex.issue(w, ALU_BATCH, stop) if stop is not None else ex.issue(w, ALU_BATCH)
-                now = env.now
+                now = env._now  # (env.now without the property call: the hot loop reads it twice per issue)
                 key = eff.blocked_on
                 if key is not None:  # the warp waits on an event (mbarrier phase, bar.sync, rendezvous, wait_group)
                     if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
@@ -326,14 +326,14 @@ class CtaRun:
                         # (microbench__wgmma: a round with L wgmmas = the empty round + their latency)
                         at = AT_DRAIN
                         yield env.timeout(c.wgmma_sync)
-                    st.add_wait(wait_name(key), env.now - now)
+                    st.add_wait(wait_name(key), env._now - now)
                     if slices is not None:
                         slices.append((now, env.now, f"wait {ex.describe(key)}"))
                     woken = True
                     continue
                 kind = eff.kind
-                if kind != Kind.ALU and self.alu_ready[w] and self.touched is not None:
-                    need = carried_need(self.alu_ready[w], self.touched.get(eff.index, frozenset()), now)
+                if alu_ready and kind != ALU and touched is not None:
+                    need = carried_need(alu_ready, touched.get(eff.index, _NONE), now)
                     if need > now:  # an ALU result this instruction touches is still in flight
                         at = AT_CARRIED
                         yield env.timeout(-(-need // 1) - now)
@@ -341,7 +341,7 @@ class CtaRun:
                         now = env.now
             st.instructions += eff.count
             issued = smsp.reserve(now, eff.count * c.issue)
-            if kind == Kind.EXIT:
+            if kind == EXIT:
                 if issued > now:
                     at = AT_EXIT
                     yield env.timeout(-(-issued // 1) - now)
@@ -350,16 +350,16 @@ class CtaRun:
             if eff.extra and "atomic" in eff.extra:
                 resume, what = atomic_op(self, w, eff, issued)
             else:
-                resume, what = _HANDLERS.get(kind, CtaRun._other)(self, w, eff, issued, smsp, woken)
+                resume, what = _HANDLERS.get(kind, _other)(self, w, eff, issued, smsp, woken)
             woken = False
             if eff.fired:
-                self._fire(eff.fired, c.arrive if kind == Kind.MBAR_ARRIVE else 0.0)
+                self._fire(eff.fired, c.arrive if kind == MBAR_ARRIVE else 0.0)
             st.issue += issued - now
             if resume > now:
                 at = AT_RESUME
                 yield env.timeout(-(-resume // 1) - now)
                 if what is not None:
-                    st.add_wait(what, env.now - issued)
+                    st.add_wait(what, env._now - issued)
             if slices is not None:
                 slices.append((now, env.now, eff.text if eff.count == 1 else f"{eff.count} ALU instructions"))
         st.end = env.now
@@ -658,6 +658,7 @@ _HANDLERS = {
 }
 """Timing class (Effect.kind) -> cost handler of `CtaRun`; any other class: `CtaRun._other`.
 (EXIT ends the warp's loop in `_warp`.)"""
+_other, ALU, EXIT, MBAR_ARRIVE, _NONE = CtaRun._other, Kind.ALU, Kind.EXIT, Kind.MBAR_ARRIVE, frozenset()
 
 
 def _drains(eff) -> bool:
