@@ -192,6 +192,13 @@ def test_result_key_equal_to_a_knob_is_kept_apart():
     assert rows[0]["ctas_per_sm"] == "auto" and rows[0]["ctas_per_sm_result"] == 2
 
 
+def test_default_workers_one_more_than_the_cpus(monkeypatch):
+    """Unequal points keep every CPU busy to the end: one worker more than the CPUs."""
+    for cpus, want in ((1, 2), (2, 3), (16, 17), (None, 2)):
+        monkeypatch.setattr(os, "cpu_count", lambda c=cpus: c)
+        assert sweep.default_jobs() == want
+
+
 def test_chunk_size_bounds():
     assert sweep.chunk_size(1, 16) == 1
     assert sweep.chunk_size(5000, 16) == math.ceil(5000 / 128)

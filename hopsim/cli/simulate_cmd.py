@@ -117,7 +117,7 @@ def gemm_parser() -> argparse.ArgumentParser:
                         "numpy (small problems only)")
     o.add_argument("--mode", default="auto", choices=("auto", "fast", "full"),
                    help="fast: timing only + memoisation (default); full: with data values")
-    o.add_argument("--jobs", type=int, help="worker processes for a sweep (default: all CPUs)")
+    o.add_argument("--jobs", type=int, help="worker processes for a sweep (default: CPUs + 1)")
     o.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
 

@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--executor", default="process",
                    help="process (local pool, default) | serial | dask://HOST:PORT")
-    r.add_argument("--jobs", type=int, help="worker processes (default: all CPUs)")
+    r.add_argument("--jobs", type=int, help="worker processes (default: CPUs + 1)")
     r.add_argument("--dask-timeout", type=float, default=10.0, metavar="S",
                    help="seconds to wait for the Dask scheduler (default 10)")
     r.add_argument("--fn", default=None, metavar="MODULE:FUNCTION",

@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="report directory (default validation/reports/latest)")
     m.add_argument("--records", metavar="DIR", help="records directory (default validation/records/h100)")
     m.add_argument("--only", type=int, metavar="N", help="only the first N configurations")
-    m.add_argument("--jobs", type=int, help="worker processes (default: all CPUs)")
+    m.add_argument("--jobs", type=int, help="worker processes (default: CPUs + 1)")
     m.add_argument("--no-cache", action="store_true", help="re-simulate even if cached")
     m.add_argument("--no-progress", action="store_true")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
