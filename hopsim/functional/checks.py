@@ -53,7 +53,7 @@ class Checker:
         n = -(-max(ex.smem_size, 1) // CHUNK)
         self.tma_pending = np.zeros(n, dtype=np.int32)
         self.tma_inflight: dict[int, tuple] = {}     # id -> (lo, hi, warp, index, text, mbarrier)
-        self.wgmma_inflight: dict[int, tuple] = {}   # id -> (chunks, wg, group, warp, index, text)
+        self.wgmma_inflight: dict[int, tuple] = {}   # id -> (chunks, wg, group, warp, index, text, first, last chunk)
         self.wgmma_rows = ex.prog.wgmma_rows
 
     # ------------------------------------------------------------------------- per instruction
@@ -102,9 +102,9 @@ class Checker:
             lo, hi = chunks
             best = None
             for rec in self.wgmma_inflight.values():
-                c = rec[0]
-                if not len(c) or c[0] >= hi or c[-1] < lo:
+                if rec[6] >= hi or rec[7] < lo:
                     continue
+                c = rec[0]
                 i = int(np.searchsorted(c, lo))
                 if i < len(c) and c[i] < hi and (best is None or c[i] < best):
                     best = int(c[i])
@@ -165,7 +165,8 @@ class Checker:
 
     def wgmma_issue(self, ident: int, chunks: np.ndarray, wg, group: int, ws, op) -> None:
         self.smem_read(chunks, "wgmma.mma_async operand fetch")
-        self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text)
+        first, last = (int(chunks[0]), int(chunks[-1])) if len(chunks) else (0, -1)
+        self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text, first, last)
 
     def wgmma_retire(self, ident: int) -> None:
         self.wgmma_inflight.pop(ident, None)

@@ -69,6 +69,9 @@ def coalesce(ranges) -> dict:
     lines: dict = {}
     for addr, nbytes in ranges:
         a, end = addr - addr % LINE, addr + nbytes
+        if a < end <= a + LINE:  # the run lies in one line (a warp's sectors of one row: the usual case)
+            lines[a] = lines.get(a, 0) + nbytes
+            continue
         while a < end:
             lines[a] = lines.get(a, 0) + min(a + LINE, end) - max(a, addr)
             a += LINE
