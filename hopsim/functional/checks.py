@@ -25,6 +25,8 @@ The error classes live in `errors.py` and are re-exported here.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from hopsim.functional.errors import (  # noqa: F401  (re-exported)
@@ -34,6 +36,19 @@ from hopsim.functional.errors import (  # noqa: F401  (re-exported)
 )
 
 CHUNK = 16
+
+
+_LISTS: dict = {}  # id(chunks) -> (chunks, chunks.tolist()): a wgmma's chunk array recurs (ops_async caches it per descriptor)
+
+
+def _as_list(chunks: np.ndarray) -> list:
+    """`chunks` as a list of ints (bisect on a list: cheaper than numpy calls per range test)."""
+    got = _LISTS.get(id(chunks))
+    if got is None or got[0] is not chunks:
+        if len(_LISTS) >= 4096:
+            _LISTS.clear()
+        got = _LISTS[id(chunks)] = (chunks, chunks.tolist())
+    return got[1]
 
 
 def _rows_text(ex, rows) -> str:
@@ -53,7 +68,7 @@ class Checker:
         n = -(-max(ex.smem_size, 1) // CHUNK)
         self.tma_pending = np.zeros(n, dtype=np.int32)
         self.tma_inflight: dict[int, tuple] = {}     # id -> (lo, hi, warp, index, text, mbarrier)
-        self.wgmma_inflight: dict[int, tuple] = {}   # id -> (chunks, wg, group, warp, index, text, first, last chunk)
+        self.wgmma_inflight: dict[int, tuple] = {}   # id -> (chunks, wg, group, warp, index, text, chunks as a list)
         self.wgmma_rows = ex.prog.wgmma_rows
 
     # ------------------------------------------------------------------------- per instruction
@@ -102,12 +117,12 @@ class Checker:
             lo, hi = chunks
             best = None
             for rec in self.wgmma_inflight.values():
-                if rec[6] >= hi or rec[7] < lo:
+                c = rec[6]
+                if not c or c[0] >= hi or c[-1] < lo:
                     continue
-                c = rec[0]
-                i = int(np.searchsorted(c, lo))
+                i = bisect_left(c, lo)
                 if i < len(c) and c[i] < hi and (best is None or c[i] < best):
-                    best = int(c[i])
+                    best = c[i]
             return best
         chunks = np.asarray(chunks)
         read = np.zeros(len(chunks), dtype=bool)
@@ -165,8 +180,7 @@ class Checker:
 
     def wgmma_issue(self, ident: int, chunks: np.ndarray, wg, group: int, ws, op) -> None:
         self.smem_read(chunks, "wgmma.mma_async operand fetch")
-        first, last = (int(chunks[0]), int(chunks[-1])) if len(chunks) else (0, -1)
-        self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text, first, last)
+        self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text, _as_list(chunks))
 
     def wgmma_retire(self, ident: int) -> None:
         self.wgmma_inflight.pop(ident, None)
