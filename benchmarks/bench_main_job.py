@@ -83,10 +83,29 @@ did not change (4 classes, 3 splits, 30-31 detailed CTAs per simulation either w
   clocked point   s1 3.71, 3.71 -> 3.53, 3.57, s2 3.60, 3.58 -> 3.40, 3.40, s3 3.80, 3.79 -> 3.62, 3.58,
                   box8 s2 2.82, 2.78 -> 2.71, 2.69 (target 3 s: not met for s1-s3; one simulation of
                   s1-s3 ~1.1-1.2 CPU-s, 3 of them)
-What is left: the dispatch-time L2 walk (2M tile accesses of an OrderedDict LRU,
-memory.L2Residency.access_all, ~0.2 s of the box8 s2 simulation) and the tile plan's four full
-sample captures (~0.25 s); a simulation of s1-s3 costs ~0.7-1.0 s, about 40% of it the functional
-executor, which each clock re-executes.
+Measured again (2-core machine at load 2.9-3.9, others' simulations running: CPU seconds inflated
+against an idle machine, so old and new side by side, alternating, 2 runs each; model of d458fab
+(the SMs of a tensor kernel at 0.934 x the reported clock: s1 now needs 2 simulations, s2 and s3
+3, s4-s6 3); before = a8be26d, after = 1ff252c (branch speed5): the wgmma race check keeps each
+in-flight wgmma's chunks instead of a count array updated at issue and retire, and tests a write by
+bisection; st.global without a lane-offset array in timing-only mode and with one sector per aligned
+lane; the no-op jitter call of a store skipped; hot-loop lookups hoisted in CtaRun._warp and
+CTAExecutor.issue; a wgmma's registers added to the in-flight set in place; sweeps run one local
+worker more than the CPUs (sweep.default_jobs). Same numbers: fingerprint 0 differing points
+against a8be26d's):
+  main_job        CPU 14.6-14.9 -> 14.0-14.1 (wall 15.2-16.0 -> 14.5-15.0 s at that load; on the
+                  otherwise idle machine (load 0.3-0.9) at 5a2a38e: 7.5-8.0 s wall, 13.8-14.0 CPU-s)
+  clocked point   s1 2.52, 2.48 -> 2.27, 2.26, s2 3.52, 3.47 -> 3.16, 3.17, s3 3.55, 3.55 -> 3.34, 3.40,
+                  s4 1.26, 1.27 -> 1.19, 1.21, s5 1.25, 1.25 -> 1.20, 1.25, s6 1.32, 1.37 -> 1.26, 1.30,
+                  box8 s2 2.74, 2.77 -> 2.66, 2.73, box8 elect 1.86, 1.85 -> 1.84, 1.99 (target 3 s: not
+                  met for s2 and s3, 3 simulations of ~1.0-1.1 s plus ~0.25 s the first one adds: the
+                  tile plan's captures ~0.1 s, dispatch arrays, the kernel build)
+What is left: a simulation is ~140,000 warp resumptions (one issue() each, a third of them a
+warp blocked or woken at a warpgroup rendezvous) at ~7-8 us each, no single part above ~10%
+(issue() 10%, the warp loop 9%, ALU-run costing 6%, SimPy's queue and resumptions ~9%); the
+functional executor, which each clock re-executes, is ~40%. Tried without gain: running a warp on
+inline when its wake-up precedes every queued event (~8% of the waits qualify, <1%); a lower gen-0
+GC threshold (no change).
 """
 
 from __future__ import annotations
