@@ -284,7 +284,7 @@ def markdown(summary: dict, rows: list[dict], fingerprint: str, basis: str,
              "record's time-weighted clock (diagnostic)."
              + (" 'SMs' measured clock (clock64)': the SM model alone with its SMs at the clock they "
                 "counted in the record's SM-clock probe (clock64 over %globaltimer; simulated with "
-                "`--clock` that clock / tensor_sm_clock_ratio, the CLI's clock being NVML's); no "
+                "`simulate gemm --sm-clock` that clock, the CLI's `--clock` being NVML's); no "
                 "target reads it." if "sm_clock" in s["sweeps"] else ""), ""]
     lines += _targets_section(s) + _quantities_section(s) + _dims_section(s) + _sweep_table(s)
     lines += _config_table(rows, members)
