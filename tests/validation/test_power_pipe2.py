@@ -32,6 +32,17 @@ def test_pipe2_selection_is_opt_in_and_fits_its_budget(capsys):
     assert "planned" in capsys.readouterr().out
 
 
+def test_the_duty_ladder_is_its_own_selection(capsys):
+    """The ladder (full pipe, 8 KB, 2 stages, periods between the paced point and unpaced) runs
+    only with --only pipe2ladder_, never with the first run's pipe2_ selection."""
+    sel = [p for p in run.selectable() if p["name"].startswith("pipe2ladder_")]
+    assert len(sel) == len(pipe2.LADDER_PERIODS)
+    assert all(p["kw"]["mode"] == "full" and p["kw"]["req_bytes"] == 8192 and p["kw"]["stages"] == 2 for p in sel)
+    assert all(p["kw"]["period"] in pipe2.LADDER_PERIODS for p in sel)
+    assert run.main(["--plan", "--only", "pipe2ladder_,idle_after", "--budget-s", "170"]) == 0
+    assert "planned" in capsys.readouterr().out
+
+
 def test_every_mode_runs_at_the_common_rate():
     kws = [p["kw"] for p in pipe2.plan()]
     common = {k["mode"] for k in kws if k["period"] == pipe2.PERIOD and k["reuse"] == 1 and k["sms"] is None

@@ -107,15 +107,16 @@ def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse
 
 def point_name(mode: str, req_bytes: int, stages: int, reuse: int = 1, period: int = 0,
                sms: int | None = None) -> str:
-    """pipe2_<mode>[_req<B>]_s<S>[_r<reuse>]_p<period>|_unpaced[_sm<N>]."""
+    """pipe2_<mode>[_req<B>]_s<S>[_r<reuse>]_p<period>|_unpaced[_sm<N>]; the duty ladder's points
+    are named pipe2ladder_... (selected apart from the first run's with --only pipe2ladder_)."""
     req = f"_req{req_bytes}" if mode in ("full", "nowgmma", "nobar") else ""
     r = f"_r{reuse}" if reuse != 1 else ""
-    p = (f"_l{period}" if (mode, req_bytes, stages, reuse) == ("full", 8192, 2, 1) and period in LADDER_PERIODS
-         else f"_p{period}" if period else "_unpaced")
-    return f"pipe2_{mode}{req}_s{stages}{r}{p}" + (f"_sm{sms}" if sms else "")
+    p = f"_p{period}" if period else "_unpaced"
+    ladder = (mode, req_bytes, stages, reuse) == ("full", 8192, 2, 1) and period in LADDER_PERIODS
+    return f"{'pipe2ladder' if ladder else 'pipe2'}_{mode}{req}_s{stages}{r}{p}" + (f"_sm{sms}" if sms else "")
 
 
-#: the duty ladder's periods (named _l<period>, so that `--only` picks them alone)
+#: the duty ladder's periods (its points are named pipe2ladder_..., so that `--only` picks them alone)
 LADDER_PERIODS = (2000, 1700, 1450, 1250, 1600, 1200)
 #: (mode, req_bytes, stages, reuse, period, sms): what each point isolates is in the report of
 #: the run (docs/guide/power-model.md); the paced ones share PERIOD (same stage rate) unless noted
@@ -139,7 +140,7 @@ POINTS = (
 ) + tuple(
     # the duty ladder (fifth session, after the first run): the excess over the model's parts was
     # ~+13 W at PERIOD on 132 SMs, +41 W unpaced on 66 SMs, +132 W unpaced on 132 SMs (capped);
-    # which quantity does it follow between? `--only pipe2_full_req8192_s2_l,idle_after`
+    # which quantity does it follow between? `--only pipe2ladder_,idle_after`
     ("full", 8192, 2, 1, per, sms) for per, sms in ((2000, None), (1700, None), (1450, None), (1250, None),
                                                     (1600, 66), (1200, 66))
 )
