@@ -103,9 +103,10 @@ def test_bad_parameters_name_the_field(kw, field):
 
 
 def test_stage_cycles_is_clock_over_rate():
+    # chip rates of 132 CTAs (one per SM), each at one stage every 2400 cycles (TMA: every 4800)
     res = {"power_steady_summary": {"sm_mhz": {"median": 1980.0}},
-           "steady_rates_per_s": {"stages": 1980e6 / 2400, "bytes": 1980e6 / 4800 * light.PIPE_STAGE}}
-    assert pipe2.stage_cycles(res) == {"consumer": pytest.approx(2400.0), "tma": pytest.approx(4800.0),
-                                       "sm_mhz": 1980.0}
-    assert pipe2.stage_cycles({"steady_rates_per_s": {"stages": 0}}) == {"consumer": None, "tma": None,
-                                                                        "sm_mhz": None}
+           "steady_rates_per_s": {"stages": 132 * 1980e6 / 2400, "bytes": 132 * 1980e6 / 4800 * light.PIPE_STAGE}}
+    assert pipe2.stage_cycles(res, 132) == {"consumer": pytest.approx(2400.0), "tma": pytest.approx(4800.0),
+                                            "sm_mhz": 1980.0}
+    assert pipe2.stage_cycles({"steady_rates_per_s": {"stages": 0}}, 132) == {"consumer": None, "tma": None,
+                                                                             "sm_mhz": None}

@@ -70,14 +70,16 @@ def check(mode: str, req_bytes: int, stages: int, reuse: int, period: int, sms: 
         raise ValueError(f"sms: {sms} is not valid; give CTAs >= 1 (one per SM)")
 
 
-def stage_cycles(res: dict) -> dict:
-    """SM cycles per consumer stage and per 40 KB TMA stage over the steady tail (steady median SM
-    clock / steady rate): compare with `period` to see whether the pace held (None: no rate)."""
+def stage_cycles(res: dict, ctas: int) -> dict:
+    """SM cycles per consumer stage and per 40 KB TMA stage of one CTA (one per SM) over the steady
+    tail (steady median SM clock x CTAs / the chip's steady rate): compare with `period` to see
+    whether the pace held (None: no rate). (The records of the first pipe2 run and of the ladder
+    carry this field without the x CTAs: per chip, 132 or 66 times too small.)"""
     mhz = ((res.get("power_steady_summary") or {}).get("sm_mhz") or {}).get("median")
     rates = res.get("steady_rates_per_s") or {}
 
     def per(rate):
-        return mhz * 1e6 / rate if mhz and rate else None
+        return mhz * 1e6 * ctas / rate if mhz and rate else None
 
     return {"consumer": per(rates.get("stages")),
             "tma": per((rates.get("bytes") or 0) / light.PIPE_STAGE), "sm_mhz": mhz}
@@ -101,7 +103,7 @@ def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse
     call = lambda: fn((n,), (THREADS,), args, shared_mem=smem)  # noqa: E731
     res = benches.measured(duration_s, lambda ps: light._chained(call, counts, COUNTERS, duration_s, launch_s, ps))
     res.update(light._smids(smids, n), event=f"wgmma m64n256k16 f16->f32 (pipe2 mode {mode}, {4 * reuse} per 40 KB stage)")
-    res["stage_cycles"] = stage_cycles(res)
+    res["stage_cycles"] = stage_cycles(res, n)
     return res
 
 
