@@ -241,7 +241,7 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
         return runs[mhz].result
 
     solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm,
-                         sm_share=sm_share, clock_ratio=pm.v["tensor_sm_clock_ratio"])
+                         sm_share=sm_share, clock_ratio=pm.sm_clock_ratio(tensor_cores=True))
     sol = solver.solve()
     mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(choice, choice)
     sm = solver.sm_mhz(mhz)

@@ -85,6 +85,21 @@ def analyse(prof, ctas: int) -> dict:
     }
 
 
+def busy_sums(slot, grid: int) -> tuple[int, int]:
+    """(cycles, ns) summed over SMs of each SM's busy span (first CTA start to last CTA end) in one
+    launch's (grid*5,) profile slot; (0, 0) for a slot no launch wrote."""
+    a = np.asarray(slot, dtype=np.int64).reshape(grid, 5)
+    if not a[:, 1].any():
+        return 0, 0
+    sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
+    tot_c = tot_n = 0
+    for s in np.unique(sm):
+        i = sm == s
+        tot_c += int(c1[i].max() - c0[i].min())
+        tot_n += int(g1[i].max() - g0[i].min())
+    return tot_c, tot_n
+
+
 def effective_clocks(prof: np.ndarray, grid: int) -> dict:
     """Per-launch clock statistics of RING profile slots, each a (grid*5,) uint64 array."""
     per, agg, cyc, ns = [], [], [], []
@@ -96,12 +111,7 @@ def effective_clocks(prof: np.ndarray, grid: int) -> dict:
         per.append(st["clock_mhz"])
         cyc.append(st["kernel_cycles"])
         ns.append(st["kernel_ns"])
-        sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
-        tot_c = tot_n = 0
-        for s in np.unique(sm):
-            i = sm == s
-            tot_c += int(c1[i].max() - c0[i].min())
-            tot_n += int(g1[i].max() - g0[i].min())
+        tot_c, tot_n = busy_sums(slot, grid)
         agg.append(tot_c / tot_n * 1e3 if tot_n else None)
     good = [x for x in per if x]
     return {"launches_profiled": len(per),

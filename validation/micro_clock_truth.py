@@ -51,7 +51,7 @@ import numpy as np
 
 from kernels.params import GemmParams
 from validation import harness as H
-from validation.gemm_profile import RING, compile_profile, effective_clocks, ring_loop
+from validation.gemm_profile import RING, busy_sums, compile_profile, effective_clocks, ring_loop
 from validation.power.nvml_sampler import PowerSampler
 from validation.provenance import device_provenance, write_record
 
@@ -124,16 +124,8 @@ def measure(p: GemmParams, comp) -> dict:
 
 def round_clock(prof: np.ndarray, grid: int) -> float | None:
     """Sum over launches and SMs of busy cycles / sum of busy ns (MHz) of one probe round."""
-    tot_c = tot_n = 0
-    for slot in prof:
-        a = np.asarray(slot, dtype=np.int64).reshape(grid, 5)
-        if not a[:, 1].any():
-            continue
-        sm, c0, c1, g0, g1 = (a[:, i] for i in range(5))
-        for s in np.unique(sm):
-            i = sm == s
-            tot_c += int(c1[i].max() - c0[i].min())
-            tot_n += int(g1[i].max() - g0[i].min())
+    sums = [busy_sums(slot, grid) for slot in prof]
+    tot_c, tot_n = sum(c for c, _ in sums), sum(n for _, n in sums)
     return tot_c / tot_n * 1e3 if tot_n else None
 
 

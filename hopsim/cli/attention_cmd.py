@@ -122,11 +122,9 @@ def run(argv: list[str]) -> int:
     gpu = load_gpu(args.gpu)
     nsms = int(gpu.spec.num_sms.value)
     with Activity(f"simulating {p.tag}", enabled=False if args.no_progress else None):
-        # the attention kernel uses the tensor cores: its SMs run at tensor_sm_clock_ratio x the
-        # reported clock (hopsim/config/power.py)
         solver = ClockSolver(lambda mhz: simulate_attention(p, gpu, values=False, mhz=mhz)[0],
                              lambda r: Events.from_result(r, "f16f32", nsms), pm,
-                             clock_ratio=pm.v["tensor_sm_clock_ratio"])
+                             clock_ratio=pm.sm_clock_ratio(tensor_cores=True))
         sol = solver.solve()
         mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
         pt = solver.point(mhz)

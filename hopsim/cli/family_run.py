@@ -61,7 +61,7 @@ def clocked_run(args, name: str, simulate: Callable[..., tuple], gpu, *, values:
     nsms = int(gpu.spec.num_sms.value)
     with Activity(f"simulating {name}", enabled=False if args.no_progress else None):
         solver = ClockSolver(lambda mhz: simulate(mhz)[0], lambda r: Events.from_result(r, variant, nsms), pm,
-                             clock_ratio=pm.v["tensor_sm_clock_ratio"] if tensor_cores else 1.0)
+                             clock_ratio=pm.sm_clock_ratio(tensor_cores))
         sol = solver.solve()
         mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
         pt = solver.point(mhz)

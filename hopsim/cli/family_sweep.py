@@ -50,7 +50,7 @@ def row(run, p, wall_s: float) -> dict:
     out = {"cycles": r.cycles, "time_ms": r.time_ms, "ctas_per_sm": r.ctas_per_sm, "waves": r.waves,
            "limiting": r.limiting, "bytes_hbm": r.bytes_hbm, "bytes_l2": r.bytes_l2,
            "bytes_stored": r.bytes_stored, "bytes_hbm_written": r.extra.get("bytes_hbm_written"),
-           "sim_wall_s": round(wall_s, 3), "clock_mhz": r.clock_mhz, **run.clock_fields()}
+           "sim_wall_s": round(wall_s, 3), **run.clock_fields()}
     if isinstance(p, AttnParams):
         out["tflops"] = p.flops / (r.time_ms * 1e-3) / 1e12 if r.time_ms > 0 else 0.0
     else:

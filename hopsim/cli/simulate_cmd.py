@@ -420,7 +420,7 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
                                 gmem=copy.deepcopy(gmem), **caps)
 
             solver = ClockSolver(at, lambda r: Events.from_result(r, "f16f32", int(gpu.spec.num_sms.value)), pm,
-                                 clock_ratio=pm.v["tensor_sm_clock_ratio"] if uses_tensor_cores(kernel) else 1.0)
+                                 clock_ratio=pm.sm_clock_ratio(uses_tensor_cores(kernel)))
             sol = solver.solve()
             mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
             pt = solver.point(mhz)

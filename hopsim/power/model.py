@@ -75,6 +75,11 @@ class PowerModel:
         return cls(load_power(gpu))
 
     # ---- clocks
+    def sm_clock_ratio(self, tensor_cores: bool) -> float:
+        """The SMs' clock over the SM clock NVML reports: `tensor_sm_clock_ratio` for a kernel that
+        uses the tensor cores (microbench__clock_truth), 1 otherwise (hopsim/config/power.py)."""
+        return float(self.v["tensor_sm_clock_ratio"]) if tensor_cores else 1.0
+
     @property
     def limit_w(self) -> float:
         return self.v["power_limit_w"]

@@ -29,6 +29,7 @@ Steps:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -61,9 +62,10 @@ REPORT_DIR = ROOT / "validation" / "reports" / "h100"
 SHAPE_KNOBS = ("stages", "box_rows", "ctas_per_sm", "swizzle", "variant", "layout")
 
 
+@functools.lru_cache(maxsize=1)
 def _tensor_clock_ratio() -> float:
-    """The SMs' clock over NVML's for a tensor kernel (hopsim/config/power.py)."""
-    return float(PowerModel.load().v["tensor_sm_clock_ratio"])
+    """The SMs' clock over NVML's for a tensor kernel (hopsim/config/power.py), read once."""
+    return PowerModel.load().sm_clock_ratio(tensor_cores=True)
 
 
 @dataclass(frozen=True)
