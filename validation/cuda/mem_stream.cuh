@@ -1,5 +1,5 @@
 // Device helpers shared by the global-memory microbenchmarks (validation/cuda/micro_gmem.cu and
-// micro_membw.cu): %globaltimer and %smid reads, the 4/8/16-byte vectors (u32, v2.u32, v4.u32),
+// micro_membw.cu; micro_launch2.cu takes the clock reads): %globaltimer and %smid reads, the 4/8/16-byte vectors (u32, v2.u32, v4.u32),
 // their ld.global.cg, st.global (.wb) and fold into one word, MsStamp (the per-CTA record
 // stamps[6*cta + {smid, clk0, clk1, gt0, gt1, 0}] written by thread 0 after a __syncthreads) and
 // the streaming read ms_read.

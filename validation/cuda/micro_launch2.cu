@@ -12,17 +12,7 @@
 // ml_copy    grid-stride b[i] = a[i] over n4 float4.
 #include <stdint.h>
 
-__device__ __forceinline__ uint64_t ml_gtimer() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ __forceinline__ uint32_t ml_smid() {
-  uint32_t s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
+#include "mem_stream.cuh"  // ms_gtimer, ms_smid
 
 extern "C" __global__ void ml_empty() {}
 
@@ -33,7 +23,7 @@ extern "C" __global__ void ml_spin(long long spin, long long* __restrict__ stamp
   uint64_t g0 = 0;
   if (threadIdx.x == 0) {
     t0s = c0;
-    g0 = ml_gtimer();
+    g0 = ms_gtimer();
   }
   __syncthreads();
   const long long t0 = t0s;
@@ -42,9 +32,9 @@ extern "C" __global__ void ml_spin(long long spin, long long* __restrict__ stamp
   __syncthreads();
   if (threadIdx.x == 0 && stamps != nullptr) {
     const long long c1 = clock64();
-    const uint64_t g1 = ml_gtimer();
+    const uint64_t g1 = ms_gtimer();
     long long* o = stamps + 6 * static_cast<long long>(blockIdx.x);
-    o[0] = ml_smid();
+    o[0] = ms_smid();
     o[1] = c0;
     o[2] = c1;
     o[3] = static_cast<long long>(g0);
