@@ -264,7 +264,8 @@ def _config_table(rows: list[dict], members: dict) -> list[str]:
 #: set name -> the words of report.md's title (heldout14's as first published; heldout16 and
 #: heldout17 name their own issue tags, heldout15 the default)
 TITLES = {"heldout14": "issue 14", "heldout16": "heldout16 (issues 14-16, seed 1620261124)",
-          "heldout17": "heldout17 (issues 14-17, seed 1720261124)"}
+          "heldout17": "heldout17 (issues 14-17, seed 1720261124)",
+          "heldout18": "heldout18 (issues 13-18, seed 1820261124)"}
 
 
 def markdown(summary: dict, rows: list[dict], fingerprint: str, basis: str,

@@ -1,0 +1,31 @@
+"""`--set heldout18` of hopsim.validate.heldout on synthetic records (never by simulating the set):
+heldout18 gets heldout14's metrics, fixed targets and report, with its own membership, title
+(issues 13-18) and seed; records of another set are refused; the README lists it only once its
+report exists. Its records carry heldout17's SM-clock probe; the third basis is tested once, for
+heldout17 (tests/validation/test_heldout17_compare.py), by the same code."""
+
+from __future__ import annotations
+
+from tests.validation import heldout_checks as hc
+from validation import heldout18
+
+
+def test_perfect_simulation_of_heldout18_meets_every_target():
+    hc.check_perfect_simulation_meets_every_target(heldout18)
+
+
+def test_heldout18_rows_measured_against_heldout14_membership_count_as_unmeasured():
+    hc.check_rows_against_heldout14_count_as_unmeasured(heldout18)
+
+
+def test_report_names_heldout18_its_seed_and_every_sweep():
+    md, _, _ = hc.check_report(heldout18)
+    assert "heldout18 (issues 13-18, seed 1820261124)" in md.splitlines()[0]
+
+
+def test_cli_refuses_another_sets_records(tmp_path, capsys):
+    hc.check_cli_refuses_another_sets_records(heldout18, tmp_path, capsys)
+
+
+def test_readme_lists_heldout18_only_once_its_report_exists(tmp_path, monkeypatch):
+    hc.check_readme_lists_the_set_once_its_report_exists(heldout18, tmp_path, monkeypatch)
