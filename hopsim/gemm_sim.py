@@ -130,10 +130,11 @@ def tolerance(params: GemmParams) -> float:
 
 def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
                   trace: bool = False, seed: int = 0, max_cycles: int | None = None,
-                  plan_cache: dict | None = None) -> GemmRun:
+                  plan_cache: dict | None = None, trace_sms: frozenset | None = None) -> GemmRun:
     """Build the IR kernel of `params` (kernels/gemm/) and time it on `gpu` (default H100 SXM,
     calibrated). `check=True` runs with values and compares the product with numpy (raises
-    `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS."""
+    `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS. `trace_sms`: with
+    `trace`, record only those SMs (timing/runner.py simulate; None: every SM)."""
     if mode not in MODES:
         raise InputError("mode", mode, "one of " + ", ".join(MODES))
     if mode == "auto":
@@ -156,7 +157,7 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
     t0 = time.perf_counter()
     res = simulate(gk.kernel, launch, gpu, values=values, trace=trace, gmem=gmem,
                    flop_count=params.flops, regs_per_thread=gk.regs_per_thread,
-                   max_cycles=max_cycles, plan_cache=plan_cache, **kw)
+                   max_cycles=max_cycles, plan_cache=plan_cache, trace_sms=trace_sms, **kw)
     wall = time.perf_counter() - t0
     run = GemmRun(params, res, mode, wall, notes)
     if mode == "fast" and str(res.extra.get("sm_memo", "")).startswith("off"):
@@ -218,7 +219,8 @@ def sm_share(res) -> float:
 
 def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained", *, mode: str = "auto",
                           check: bool = False, trace: bool = False, seed: int = 0,
-                          power: PowerModel | None = None, sm_clock_mhz: float | None = None) -> GemmRun:
+                          power: PowerModel | None = None, sm_clock_mhz: float | None = None,
+                          trace_sms: frozenset | None = None) -> GemmRun:
     """`simulate_gemm` at the clock `clock` ('sustained': the highest supported clock within the
     power model's limits, hopsim/power/solve.py; 'boost': the maximum; or MHz), with the boost
     and sustained points and the predicted power/energy attached (run.clock, run.power_w).
@@ -227,7 +229,7 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     reports; the launch's cycles run at `tensor_sm_clock_ratio` x it (the GEMM uses the tensor
     cores; hopsim/config/power.py). `sm_clock_mhz` (a run's measured SM clock, clock64 /
     %globaltimer): the result is simulated at exactly that SM clock instead of `clock`, its
-    reported clock being sm_clock_mhz / the ratio."""
+    reported clock being sm_clock_mhz / the ratio. `trace_sms`: the SMs a trace records (None: all)."""
     gpu = gpu or load_gpu()
     pm = power or PowerModel.load(gpu.name)
     choice = parse_clock(clock, pm)
@@ -253,7 +255,8 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     pt = solver.point(mhz) if sm_clock_mhz is None else solver.point_of(mhz, runs[sm].result)
     wall = sum(r.wall_s for r in runs.values())
     if check or trace:
-        run = simulate_gemm(params, gpu.at_clock(sm), mode=mode, check=check, trace=trace, seed=seed)
+        run = simulate_gemm(params, gpu.at_clock(sm), mode=mode, check=check, trace=trace, seed=seed,
+                            trace_sms=trace_sms)
         wall += run.wall_s
     else:
         run = runs[sm]

@@ -17,11 +17,12 @@ L2/HBM, other. Time is in SM cycles (`args.start_cycle`/`args.cycles` when prese
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import pathlib
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -39,6 +40,10 @@ def pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
     return plt
+
+TIMELINE_SMS = frozenset({0})
+"""The SMs `plot_timeline` draws by default (the first SM, whose first CTA `first_cta_windows`
+shows): a run traced only for the picture records only these (timing/runner.py `trace_sms`)."""
 
 # What a box is -> colour; order = legend order.
 KINDS = {
@@ -71,12 +76,14 @@ _RULES = (  # (kind, any of these words); the first rule that matches wins
 _ISSUE_ONLY = ("mbarrier.", "fence", "elect", "setmaxnreg")  # instructions that are issue, not units
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def classify(name: str, lane: str = "", cat: str = "") -> str:
     """The kind of a box from its event name and category, else from its lane's name.
 
     A box on a warp lane named by an instruction (`@%p1 mbarrier.arrive...`, `fence...`) is warp
     issue; waits are split by what they wait on (mbarrier phase, wgmma group, bar.sync or the
-    warpgroup rendezvous); `cvt`/`st.global`/`stmatrix` after the mainloop are the epilogue."""
+    warpgroup rendezvous); `cvt`/`st.global`/`stmatrix` after the mainloop are the epilogue.
+    (Cached: a timeline repeats the same few thousand names.)"""
     text = f"{name} {cat}".lower()
     if "warp" in lane.lower() and "cp.async.bulk" in text:
         return "epilogue" if "global.shared::cta" in text else "TMA issue"
@@ -112,9 +119,20 @@ def _cycles(ev: dict, clock_mhz: float | None) -> tuple[float, float]:
     return float(ev.get("ts", 0.0)) * scale, float(ev.get("dur", 0.0)) * scale
 
 
-def timeline_boxes(trace: Any, clock_mhz: float | None = None) -> tuple[list[tuple], dict]:
+class TimelineBoxes(NamedTuple):
+    """What `timeline_boxes` reads from a trace (computed once, passed on to the drawing)."""
+
+    boxes: list   # (pid, tid, start_cycle, dur_cycles, name, cat)
+    names: dict   # {(pid, tid): lane name, (pid, None): process name}
+
+
+def timeline_boxes(trace: Any, clock_mhz: float | None = None) -> TimelineBoxes:
     """Boxes `(pid, tid, start_cycle, dur_cycles, name, cat)` and lane names `{(pid, tid): name}`
-    from trace events ("X", "B"/"E", async "b"/"e"); process names under `(pid, None)`."""
+    from trace events ("X", "B"/"E", async "b"/"e"); process names under `(pid, None)`. A
+    `TimelineBoxes` is returned as it is (a trace read once for `first_cta_windows` and
+    `plot_timeline`, the same clock)."""
+    if isinstance(trace, TimelineBoxes):
+        return trace
     events, clock = _events(trace)
     clock = clock_mhz or clock
     names: dict = {}
@@ -148,7 +166,7 @@ def timeline_boxes(trace: Any, clock_mhz: float | None = None) -> tuple[list[tup
                 e, _ = _cycles(ev, clock)
                 lane = b.get("tid", f"{b.get('cat') or b.get('name')} (async)")
                 boxes.append((pid, lane, s, e - s, b.get("name", ""), b.get("cat", "")))
-    return boxes, names
+    return TimelineBoxes(boxes, names)
 
 
 def _stack(spans: list[tuple[float, float]], cap: int) -> tuple[list[int], bool]:
@@ -271,6 +289,8 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
     height = max(2.5, 0.8 + 0.28 * y)
     spans = [hi - lo for lo, hi in wins]
     plt = pyplot()
+    from matplotlib.colors import to_rgba  # noqa: PLC0415  (loaded by pyplot above)
+
     fig, axes = plt.subplots(1, len(wins), figsize=(14, height), sharey=True, squeeze=False,
                              gridspec_kw={"width_ratios": spans, "wspace": 0.03})
     axes = axes[0]
@@ -279,7 +299,7 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
     for ax, (lo, hi) in zip(axes, wins):
         span = max(hi - lo, 1.0)
         width_chars = 150 * span / total  # characters that fit across this panel
-        batch: dict = defaultdict(list)  # one broken_barh per (row, kind, style): fast for 10^4 boxes
+        batch: dict = defaultdict(list)  # rectangles by (row, kind, style), in first-seen order
         for key in lanes:
             y0, n, rows, wrapped = layout[key]
             lane = names.get(key) or ""
@@ -291,16 +311,15 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
                 start, end = max(b[2], lo), min(b[2] + b[3], hi)
                 dur = end - start
                 thin = dur < span * 0.004  # a few pixels: an outline would paint it black
-                batch[(y0 + r, kind, thin, wrapped)].append((start, max(dur, span * 1e-4)))
+                x1, y1 = start + max(dur, span * 1e-4), y0 + r + 0.08
+                batch[(y0 + r, kind, thin, wrapped)].append(((start, y1), (start, y1 + 0.84), (x1, y1 + 0.84), (x1, y1)))
                 if label_boxes and not wrapped and b[4]:
                     text = _fit_label(b[4], lane, int(dur / span * width_chars))
                     if text:
                         ax.text(start + dur / 2, y0 + r + 0.5, text, ha="center", va="center",
                                 fontsize=6.5, clip_on=True)
-        for (yr, kind, thin, wrapped), xr in batch.items():
-            ax.broken_barh(xr, (yr + 0.08, 0.84), facecolors=KINDS[kind],
-                           edgecolor="none" if thin else "black", linewidth=0 if thin else 0.3,
-                           alpha=0.6 if wrapped else 1.0)
+        if batch:
+            ax.add_collection(_rectangles(batch, to_rgba), autolim=False)
         ax.set_xlim(lo, hi)
         ax.grid(axis="x", alpha=0.3)
         ax.tick_params(axis="x", labelsize=8)
@@ -331,6 +350,23 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
     if not boxes:
         axes[0].text(0.5, 0.5, "no trace events", transform=axes[0].transAxes, ha="center")
     return _save(fig, path, tight=False, title=title + clip)
+
+
+def _rectangles(batch: dict, to_rgba):
+    """One PolyCollection of every box of a panel, painted in the order (and with the face, edge
+    and alpha) that one `ax.broken_barh` per (row, kind, style) group would paint them: a
+    collection per group cost ~2 ms each, 10^2-10^3 groups per picture."""
+    from matplotlib.collections import PolyCollection  # noqa: PLC0415  (loaded by pyplot)
+
+    verts, faces, edges, widths = [], [], [], []
+    for (_row, kind, thin, wrapped), rects in batch.items():
+        alpha = 0.6 if wrapped else 1.0
+        face, edge = to_rgba(KINDS[kind], alpha), (0.0, 0.0, 0.0, 0.0 if thin else alpha)
+        verts += rects
+        faces += [face] * len(rects)
+        edges += [edge] * len(rects)
+        widths += [0.0 if thin else 0.3] * len(rects)
+    return PolyCollection(np.array(verts), facecolors=faces, edgecolors=edges, linewidths=widths)
 
 
 def _clip_text(wins: list[tuple[float, float]], t0: float, t_end: float,

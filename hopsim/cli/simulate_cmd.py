@@ -23,7 +23,7 @@ from hopsim.cli import _Parser, attention_cmd, launch, membound_cmd, missing_com
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
-from hopsim.plots import first_cta_windows, plot_sweep, plot_timeline
+from hopsim.plots import TIMELINE_SMS, first_cta_windows, plot_sweep, plot_timeline, timeline_boxes
 from hopsim.power.model import Events, PowerModel
 from hopsim.power.solve import ClockSolver, parse_clock
 from hopsim.progress import Activity
@@ -149,14 +149,15 @@ def _timeline(run, path: str, window: int | None) -> None:
     res = run.result
     p = run.params
     per_ktile = res.cycles / max(1, res.waves) / max(1, p.k // p.bk)
+    boxes = timeline_boxes(res.trace, res.clock_mhz)  # read once for the windows and the drawing
     if window is not None:
-        plot_timeline(res.trace, path, title=_title(p), max_cycles=window, clock_mhz=res.clock_mhz,
+        plot_timeline(boxes, path, title=_title(p), max_cycles=window, clock_mhz=res.clock_mhz,
                       total_cycles=res.cycles)
         return
     # the first CTA: prologue + about 6 k-tiles, then its last 3 k-tiles and the epilogue
     head = int(min(res.cycles, 3000 + 6 * per_ktile))
-    wins = first_cta_windows(res.trace, head, tail_cycles=1500 + 3 * per_ktile, clock_mhz=res.clock_mhz)
-    plot_timeline(res.trace, path, title=_title(p), windows=wins, clock_mhz=res.clock_mhz,
+    wins = first_cta_windows(boxes, head, tail_cycles=1500 + 3 * per_ktile, clock_mhz=res.clock_mhz)
+    plot_timeline(boxes, path, title=_title(p), windows=wins, clock_mhz=res.clock_mhz,
                   total_cycles=res.cycles)
 
 
@@ -213,7 +214,8 @@ def run_gemm(argv: list[str]) -> int:
         gpu = load_gpu(points[0].get("gpu") or "h100_sxm")
         with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):
             run = gemm_sim.simulate_gemm_clocked(params, gpu, clock, mode=args.mode, check=args.check,
-                                                 trace=bool(args.trace or args.plot), sm_clock_mhz=sm_clock)
+                                                 trace=bool(args.trace or args.plot), sm_clock_mhz=sm_clock,
+                                                 trace_sms=None if args.trace else TIMELINE_SMS)
             with inputs.Outputs() as outs:
                 if args.trace:
                     run.result.trace.write(outs.stage(args.trace))
@@ -271,7 +273,8 @@ def _sweep_outputs(args, rows, grid, points, outs) -> None:
         pt = {k: best[k] for k in points[0]}
         with _activity(args, "timeline of the fastest point"):
             run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm")
-                                         .at_clock(best.get("sm_clock_mhz") or best.get("clock_mhz")), trace=True)
+                                         .at_clock(best.get("sm_clock_mhz") or best.get("clock_mhz")), trace=True,
+                                         trace_sms=TIMELINE_SMS)
             _timeline(run, outs.stage(args.plot), args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)

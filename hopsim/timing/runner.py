@@ -79,7 +79,8 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
              bank_model=None, memory: str = "shared", memo: bool = False,
              max_cycles: int | None = None, max_cta_cycles: int | None = None,
-             plan_cache: dict | None = None, loop: str = "rotated") -> SimResult:
+             plan_cache: dict | None = None, loop: str = "rotated",
+             trace_sms: frozenset | None = None) -> SimResult:
     """Time `kernel` launched as `launch` on `gpu` (default H100 SXM). See module docstring.
 
     gmem: the `GlobalMemory` holding the kernel's buffers and tensor maps (shared by all CTAs).
@@ -101,13 +102,18 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     plan_cache: a dict the caller keeps across simulations of one kernel and launch at several
     clocks (the clock solve): the tile plan and the dispatch arrays (memo.py) do not depend on the
     clock and are built once; reused only when kernel, launch and tensor maps are equal.
+    trace_sms: with `trace`, the SMs whose units and warps are recorded (e.g. {0}: what the
+    timeline picture draws; an SM class is recorded when its label SM is one of them, and a class
+    split off it re-runs its history instead of copying it, fork.py), without the chip's L2/HBM
+    tracks; None (default): every SM and the chip. The timing is the same either way.
     """
     gpu = gpu or load_gpu()
     _check_modes(memory, memo, values, jitter_cycles, loop)
     gmem, make_executor, make_sample = _executors(kernel, launch, gmem, values, checks, executor_factory)
     grid = _Grid(gpu, launch, _occupancy_of(gpu, kernel, launch, regs_per_thread), make_executor,
                  trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
-                 memory=memory, memo=memo, max_cycles=max_cycles, max_cta_cycles=max_cta_cycles)
+                 memory=memory, memo=memo, max_cycles=max_cycles, max_cta_cycles=max_cta_cycles,
+                 trace_sms=trace_sms)
     grid.plan(make_sample, plan_cache if executor_factory is None else None, (kernel, launch, gmem),
               classify=executor_factory is None)
     try:
@@ -122,7 +128,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
         res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
                        flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=executor_factory,
                        bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles,
-                       max_cta_cycles=max_cta_cycles, loop=loop)
+                       max_cta_cycles=max_cta_cycles, loop=loop, trace_sms=trace_sms)
         res.extra.update(memo=True, sm_memo=f"off: {e}")
         return res
     return grid.result(kernel, values, flop_count, gmem, loop)
@@ -180,17 +186,18 @@ class _Grid:
     """
 
     def __init__(self, gpu, launch, occ, make_executor, *, trace, jitter, wavefronts, memory, memo, max_cycles,
-                 max_cta_cycles=None):
+                 max_cta_cycles=None, trace_sms=None):
         self.gpu, self.launch, self.occ = gpu, launch, occ
         self.make_executor = make_executor
         self.trace, self.jitter, self.wavefronts = trace, jitter, wavefronts
+        self.trace_sms = None if not trace or trace_sms is None else frozenset(trace_sms)
         self.memory_mode, self.memo, self.max_cycles = memory, memo, max_cycles
         self.max_cta_cycles = max_cta_cycles
         self.partitioned = memory == "partitioned"
         self.num_sms = int(gpu.spec.num_sms.value)
         self.num_ctas = launch.num_ctas
         self.env = simpy.Environment()
-        self.memory = MemorySystem(gpu, trace=trace, jitter=jitter)
+        self.memory = MemorySystem(gpu, trace=trace and self.trace_sms is None, jitter=jitter)
         self.memory.now = lambda: self.env.now
         self.consts = _Consts(gpu)
         self.sms: dict[int, SM] = {}
@@ -205,6 +212,10 @@ class _Grid:
         self.stats = {"memo_hits": 0, "detailed_ctas": 0}
         self.cycles = 0  # the last CTA exit
         self.write_end = 0  # the cycle the last asynchronous global write (TMA store) lands
+
+    def traced(self, sm_id: int) -> bool:
+        """Whether SM `sm_id`'s units and warps are recorded in the trace."""
+        return self.trace and (self.trace_sms is None or sm_id in self.trace_sms)
 
     # ------------------------------------------------------------------ steps
     def plan(self, make_sample, cache: dict | None = None, what: tuple = (), classify: bool = False) -> None:
@@ -293,7 +304,7 @@ class _Grid:
         """SM-level memo (2+ CTAs per SM): one detailed simulation per SM history (smclass.py)."""
         try:
             coord = _sm_classes(self.gpu, self.memory, self.dispatch, self.make_executor, self.consts,
-                                self.wavefronts, self.trace, self.jitter, self.num_sms, self.occ.ctas_per_sm,
+                                self.wavefronts, self.traced, self.jitter, self.num_sms, self.occ.ctas_per_sm,
                                 self.num_ctas, self.launch_cycles, self.max_cycles, self.stats, self.classes)
         except smclass.NotMemoisable:
             raise
@@ -309,19 +320,21 @@ class _Grid:
             w = len(cls.members)
             for m in cls.members:
                 self.sms[m] = cls.sm
+            ctr = tr if self.traced(cls.label) else None
             for slot, st, inflight in cls.runs:
-                self.agg.add_stats(st, cls.label, slot, tr, weight=w)
-                if tr is not None and inflight:
+                self.agg.add_stats(st, cls.label, slot, ctr, weight=w)
+                if ctr is not None and inflight:
                     self.agg.add_inflight(inflight, cls.label, tr)
 
     # ------------------------------------------------------------------ one CTA (CtaScheduler)
     def _sm(self, sm_id: int) -> SM:
         sm = self.sms.get(sm_id)
         if sm is None:
+            traced = self.traced(sm_id)
             link = (memo_mod.PartitionedLink(self.gpu, self.memory.residency, min(self.num_sms, self.num_ctas), sm_id,
-                                             trace=self.trace, jitter=self.jitter)
+                                             trace=traced, jitter=self.jitter)
                     if self.partitioned else SharedPort(self.memory))
-            sm = self.sms[sm_id] = SM(self.gpu, sm_id, link, trace=self.trace, jitter=self.jitter)
+            sm = self.sms[sm_id] = SM(self.gpu, sm_id, link, trace=traced, jitter=self.jitter)
         return sm
 
     def _run_cta(self, sm_id, slot, cta):
@@ -366,7 +379,7 @@ class _Grid:
     def _replayed(self, sm, slot, cta, start, warp_stats) -> None:
         """A replayed CTA has ended: fold its statistics in."""
         self.agg.add_stats(warp_stats)
-        if self.tr is not None:
+        if self.tr is not None and self.traced(sm.sm_id):
             self.tr.slice(sm.sm_id, 100 + slot * 64, f"CTA {cta} (memoised)", start, self.env.now)
         sm.ctas_run += 1
 
@@ -376,11 +389,12 @@ class _Grid:
         before = memo_mod.sm_counters(sm) if memo_key is not None else None
         if memo_key is not None:
             self.in_flight[memo_key] = (start, env.event())
-        run = CtaRun(env, sm, self.make_executor(cta), self.consts, trace=self.trace, wavefronts=self.wavefronts,
+        traced = self.traced(sm.sm_id)
+        run = CtaRun(env, sm, self.make_executor(cta), self.consts, trace=traced, wavefronts=self.wavefronts,
                      hits=hits)
         run.started = env.now
         self.live.add(run)
-        if self.tr is not None:
+        if traced:
             self.tr.counter(sm.sm_id, "resident CTAs", env.now, cta=cta)
         yield from run.run()
         self.live.discard(run)
@@ -397,7 +411,7 @@ class _Grid:
                                          run.write_end - start if run.write_end else None)
             self.in_flight.pop(memo_key)[1].succeed()
         sm.ctas_run += 1
-        self.agg.add(run, sm.sm_id, slot, self.tr)
+        self.agg.add(run, sm.sm_id, slot, self.tr if traced else None)
 
     # ------------------------------------------------------------------ result
     def result(self, kernel, values: bool, flop_count, gmem, loop: str = "rotated") -> SimResult:
@@ -411,8 +425,8 @@ class _Grid:
         busy["smem"] = smem_port["busy"]
         flops = sum(sm.tensor.flops for sm in sms.values())
         if tr is not None:
-            traced = {sm.sm_id: sm for sm in sms.values()}  # SM classes: one SM per class
-            _trace_units(tr, traced, memory, self.num_sms)
+            traced = {sm.sm_id: sm for sm in sms.values() if self.traced(sm.sm_id)}  # SM classes: one SM per class
+            _trace_units(tr, traced, memory if self.trace_sms is None else None, self.num_sms)
             for sm_id, sm in traced.items():
                 if not isinstance(sm.memory, SharedPort):
                     tr.add_pipe(sm_id, 14, sm.memory.l2_pipe)
@@ -441,9 +455,11 @@ class _Grid:
         )
 
 
-def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, trace, jitter, num_sms,
+def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, traced, jitter, num_sms,
                 ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats, cta_class=None):
     """Run the grid as SM classes (smclass.py); return the Coordinator (.classes, .end).
+    `traced(label)`: whether the class of that label SM is recorded in the trace (a class split
+    off a recorded one re-runs its history: a copy's slices would name the parent's SM).
     `cta_class(cta)`: the CTA's control-flow class (cta_classes.py), part of its kind."""
     n_links = min(num_sms, num_ctas)
     kinds: dict = {}  # hit vector -> class id
@@ -459,11 +475,12 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
         return kid
 
     def make_sm(label):
-        link = memo_mod.PartitionedLink(gpu, memory.residency, n_links, label, trace=trace, jitter=jitter)
-        return SM(gpu, label, link, trace=trace, jitter=jitter)
+        link = memo_mod.PartitionedLink(gpu, memory.residency, n_links, label, trace=traced(label), jitter=jitter)
+        return SM(gpu, label, link, trace=traced(label), jitter=jitter)
 
     def make_run(env, sm, cta, kid):
-        return CtaRun(env, sm, executor_factory(cta), consts, trace=trace, wavefronts=wavefronts, hits=hits_of[kid])
+        return CtaRun(env, sm, executor_factory(cta), consts, trace=traced(sm.sm_id), wavefronts=wavefronts,
+                      hits=hits_of[kid])
 
     def after_run(run, cta, replay):
         stats["detailed_ctas"] += 1
@@ -489,7 +506,8 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
                                 launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
                                 after_run=after_run, classify=classify, max_cycles=max_cycles,
-                                limit_hit=limit_hit, fork=not trace, inherited=inherited)
+                                limit_hit=limit_hit, fork=lambda cls, label: not (traced(cls.label) or traced(label)),
+                                inherited=inherited)
     coord.end = coord.run()
     stats["sm_classes"] = len(coord.classes)
     stats["class_splits"] = coord.splits
@@ -622,7 +640,8 @@ def _smem_port(gpu, sms: dict, cycles: int) -> dict:
     return out
 
 
-def _trace_units(tr: Trace, sms: dict, memory: MemorySystem, num_sms: int) -> None:
+def _trace_units(tr: Trace, sms: dict, memory: MemorySystem | None, num_sms: int) -> None:
+    """The units' tracks of the SMs `sms` and (`memory` given) the chip's L2/HBM tracks."""
     for sm_id, sm in sorted(sms.items()):
         tr.name_process(sm_id, f"SM {sm_id}")
         for i, p in enumerate(sm.sched.pipes):
@@ -631,6 +650,8 @@ def _trace_units(tr: Trace, sms: dict, memory: MemorySystem, num_sms: int) -> No
         tr.add_pipe(sm_id, 11, sm.tma.fill_pipe)
         tr.add_pipe(sm_id, 12, sm.tensor.pipe)
         tr.add_pipe(sm_id, 13, sm.smem.pipe)
+    if memory is None:
+        return
     tr.name_process(num_sms, "L2/HBM")
     tr.add_pipe(num_sms, 0, memory.l2_pipe)
     tr.add_pipe(num_sms, 1, memory.hbm_pipe)

@@ -173,7 +173,9 @@ class Coordinator:
         self.classify = classify
         self.max_cycles = max_cycles
         self.limit_hit = limit_hit
-        self.fork = fork  # a split copies its parent's state (fork.py); else it re-runs the history
+        # fork(parent class, child label) -> whether a split copies its parent's state (fork.py), else
+        # it re-runs the history (a bool: the same for every split)
+        self.fork = fork if callable(fork) else (lambda _cls, _label, f=bool(fork): f)
         self.inherited = inherited  # (n): a split class starts with n CTAs of its history run (fork.py)
         self.classes: list[_SmClass] = []
         self.splits = 0
@@ -197,7 +199,7 @@ class Coordinator:
         slices name their SM, or a state the copy does not know) a re-run of the history."""
         members, inputs = [m for m, _ in sub], history + list(sub[0][1])
         self.splits += 1
-        if self.fork:
+        if self.fork(cls, sub[0][0]):
             child = _SmClass(self, sub[0][0], members, inputs, cls.first_slots, t, start=False)
             try:
                 fork.fork_class(cls, child)
