@@ -110,3 +110,13 @@ def test_stage_cycles_is_clock_over_rate():
                                             "sm_mhz": 1980.0}
     assert pipe2.stage_cycles({"steady_rates_per_s": {"stages": 0}}, 132) == {"consumer": None, "tma": None,
                                                                              "sm_mhz": None}
+
+
+def test_the_high_rate_points_are_their_own_selection():
+    """The high-rate points (pipe2.HIGH_POINTS: reuse 2, unpaced, 33..132 SMs) run only with
+    --only pipe2hi_, never with the first run's pipe2_ or the ladder's pipe2ladder_ selection."""
+    sel = [p for p in run.selectable() if p["name"].startswith("pipe2hi_")]
+    assert len(sel) == len(pipe2.HIGH_POINTS)
+    assert all(p["kw"]["reuse"] == 2 and p["kw"]["period"] == 0 for p in sel)
+    assert not any(p["name"].startswith(("pipe2_", "pipe2ladder_")) for p in sel)
+    assert run.main(["--plan", "--only", "pipe2hi_,idle_after", "--budget-s", "120"]) == 0

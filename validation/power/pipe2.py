@@ -110,14 +110,24 @@ def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse
 def point_name(mode: str, req_bytes: int, stages: int, reuse: int = 1, period: int = 0,
                sms: int | None = None) -> str:
     """pipe2_<mode>[_req<B>]_s<S>[_r<reuse>]_p<period>|_unpaced[_sm<N>]; the duty ladder's points
-    are named pipe2ladder_... (selected apart from the first run's with --only pipe2ladder_)."""
+    are named pipe2ladder_... (selected apart from the first run's with --only pipe2ladder_), the
+    high-rate points (HIGH_POINTS) pipe2hi_... (--only pipe2hi_)."""
     req = f"_req{req_bytes}" if mode in ("full", "nowgmma", "nobar") else ""
     r = f"_r{reuse}" if reuse != 1 else ""
     p = f"_p{period}" if period else "_unpaced"
     ladder = (mode, req_bytes, stages, reuse) == ("full", 8192, 2, 1) and period in LADDER_PERIODS
-    return f"{'pipe2ladder' if ladder else 'pipe2'}_{mode}{req}_s{stages}{r}{p}" + (f"_sm{sms}" if sms else "")
+    high = (mode, req_bytes, stages, reuse, period, sms) in HIGH_POINTS
+    stem = "pipe2hi" if high else "pipe2ladder" if ladder else "pipe2"
+    return f"{stem}_{mode}{req}_s{stages}{r}{p}" + (f"_sm{sms}" if sms else "")
 
 
+#: the high-rate points (sixth session; named pipe2hi_..., `--only pipe2hi_,idle_after`): the pipe
+#: with 8 wgmma per 40 KB stage (reuse 2), unpaced, on 33..132 SMs: per-SM tensor rates as a GEMM
+#: runs them (4-7 TFLOP/s per SM; the first run and the ladder reached 3), below the cap on part of
+#: the chip and at the cap on all of it, to settle the form of the pipe's excess over the model's parts
+HIGH_POINTS = tuple(("full", 8192, st, 2, 0, sms) for st, sms in ((2, 33), (2, 66), (2, 99), (2, None),
+                                                                  (4, 66), (4, None))) + (
+    ("notma", 8192, 2, 2, 0, 66),)
 #: the duty ladder's periods (its points are named pipe2ladder_..., so that `--only` picks them alone)
 LADDER_PERIODS = (2000, 1700, 1450, 1250, 1600, 1200)
 #: (mode, req_bytes, stages, reuse, period, sms): what each point isolates is in the report of
@@ -145,7 +155,7 @@ POINTS = (
     # which quantity does it follow between? `--only pipe2ladder_,idle_after`
     ("full", 8192, 2, 1, per, sms) for per, sms in ((2000, None), (1700, None), (1450, None), (1250, None),
                                                     (1600, 66), (1200, 66))
-)
+) + HIGH_POINTS
 
 
 def plan() -> list[dict]:
