@@ -37,6 +37,7 @@ from simpy.events import PENDING, Process
 
 from hopsim.functional.effect import Effect
 from hopsim.timing import sm as sm_mod
+from hopsim.timing.pipes import Pipe
 
 AT_WAIT, AT_RUN = 1, 2
 """Where a slot process (smclass._SmClass._slot) is suspended: the relaunch gap, a CTA's run."""
@@ -50,11 +51,16 @@ class NotCopyable(Exception):
     """The state holds something fork.py does not know how to copy (the caller re-runs instead)."""
 
 
-def fork_class(parent, child) -> None:
-    """Give `child` (a new smclass._SmClass without environment) a copy of `parent`'s state."""
+def fork_class(parent, child, untrace: bool = False) -> None:
+    """Give `child` (a new smclass._SmClass without environment) a copy of `parent`'s state.
+    `untrace`: the parent records a trace and the child does not: the parent's slice lists (its
+    units' pipes, its live CTAs' warp slices and async ops in flight) are copied as None, so the
+    copy records nothing (`trace_lists`; the timing never reads them)."""
     old_env = parent.env
     env = simpy.Environment(initial_time=old_env.now)
     memo: dict = {id(old_env): env, id(PENDING): PENDING}
+    if untrace:
+        memo.update((id(lst), None) for lst in trace_lists(parent.sm, parent.live))
     for run in parent.live:
         if run.ex is not None:
             memo.update(_shared(run.ex))
@@ -89,6 +95,31 @@ def fork_class(parent, child) -> None:
         first = shell._generator.send(None)
         if first is not shell._target:
             raise NotCopyable("a resumed process waits on another event than its copy (internal)")
+
+
+def trace_lists(sm, live) -> list:
+    """The trace's slice lists of an SM (every `Pipe` of it, its units and its L2/HBM link) and
+    of its live CTAs (warp slices, async ops in flight)."""
+    out = []
+    for obj in (sm, sm.sched, sm.smem, sm.tensor, sm.tma, sm.memory):
+        for v in vars(obj).values():
+            for p in _pipes(v):
+                if p.slices is not None:
+                    out.append(p.slices)
+    for run in live:
+        out += [st.slices for st in run.stats if st.slices is not None]
+        if run.inflight is not None:
+            out.append(run.inflight)
+    return out
+
+
+def _pipes(v) -> list:
+    """The `Pipe`s in an attribute value: a pipe, a list of pipes or a list of lists of them."""
+    if isinstance(v, Pipe):
+        return [v]
+    if isinstance(v, list) and v and isinstance(v[0], (Pipe, list)):
+        return [p for x in v for p in _pipes(x)]
+    return []
 
 
 def yield_points(fn, names) -> dict | None:

@@ -104,7 +104,7 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     clock and are built once; reused only when kernel, launch and tensor maps are equal.
     trace_sms: with `trace`, the SMs whose units and warps are recorded (e.g. {0}: what the
     timeline picture draws; an SM class is recorded when its label SM is one of them, and a class
-    split off it re-runs its history instead of copying it, fork.py), without the chip's L2/HBM
+    split off it is a copy without the trace, fork.py), without the chip's L2/HBM
     tracks; None (default): every SM and the chip. The timing is the same either way.
     """
     gpu = gpu or load_gpu()
@@ -458,8 +458,9 @@ class _Grid:
 def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, traced, jitter, num_sms,
                 ctas_per_sm, num_ctas, launch_cycles, max_cycles, stats, cta_class=None):
     """Run the grid as SM classes (smclass.py); return the Coordinator (.classes, .end).
-    `traced(label)`: whether the class of that label SM is recorded in the trace (a class split
-    off a recorded one re-runs its history: a copy's slices would name the parent's SM).
+    `traced(label)`: whether the class of that label SM is recorded in the trace (a recorded class
+    split off another re-runs its history: a copy's slices would name the parent's SM; a class
+    split off a recorded one is a copy without its trace, fork.py `untrace`).
     `cta_class(cta)`: the CTA's control-flow class (cta_classes.py), part of its kind."""
     n_links = min(num_sms, num_ctas)
     kinds: dict = {}  # hit vector -> class id
@@ -506,8 +507,7 @@ def _sm_classes(gpu, memory, dispatch, executor_factory, consts, wavefronts, tra
     coord = smclass.Coordinator(num_sms=num_sms, ctas_per_sm=ctas_per_sm, num_ctas=num_ctas,
                                 launch_cycles=launch_cycles, make_sm=make_sm, make_run=make_run,
                                 after_run=after_run, classify=classify, max_cycles=max_cycles,
-                                limit_hit=limit_hit, fork=lambda cls, label: not (traced(cls.label) or traced(label)),
-                                inherited=inherited)
+                                limit_hit=limit_hit, inherited=inherited, traced=traced)
     coord.end = coord.run()
     stats["sm_classes"] = len(coord.classes)
     stats["class_splits"] = coord.splits

@@ -164,7 +164,7 @@ class Coordinator:
 
     def __init__(self, *, num_sms: int, ctas_per_sm: int, num_ctas: int, launch_cycles: float,
                  make_sm, make_run, after_run, classify, max_cycles=None, limit_hit=None, fork=True,
-                 inherited=None):
+                 inherited=None, traced=None):
         if not launch_cycles > 0:
             raise NotMemoisable("cta_launch_cycles must be > 0")
         self.num_sms, self.ctas_per_sm, self.num_ctas = num_sms, ctas_per_sm, num_ctas
@@ -173,9 +173,10 @@ class Coordinator:
         self.classify = classify
         self.max_cycles = max_cycles
         self.limit_hit = limit_hit
-        # fork(parent class, child label) -> whether a split copies its parent's state (fork.py), else
-        # it re-runs the history (a bool: the same for every split)
-        self.fork = fork if callable(fork) else (lambda _cls, _label, f=bool(fork): f)
+        self.fork = fork  # a split copies its parent's state (fork.py); else it re-runs the history
+        # traced(label): whether the class of that label SM records a trace (its slices name it: a
+        # split off it gets a copy without the trace, a traced split re-runs its history)
+        self.traced = traced or (lambda _label: False)
         self.inherited = inherited  # (n): a split class starts with n CTAs of its history run (fork.py)
         self.classes: list[_SmClass] = []
         self.splits = 0
@@ -199,10 +200,10 @@ class Coordinator:
         slices name their SM, or a state the copy does not know) a re-run of the history."""
         members, inputs = [m for m, _ in sub], history + list(sub[0][1])
         self.splits += 1
-        if self.fork(cls, sub[0][0]):
+        if self.fork and not self.traced(sub[0][0]):
             child = _SmClass(self, sub[0][0], members, inputs, cls.first_slots, t, start=False)
             try:
-                fork.fork_class(cls, child)
+                fork.fork_class(cls, child, untrace=self.traced(cls.label))
             except fork.NotCopyable:
                 child = None
             if child is not None:

@@ -83,8 +83,8 @@ def _run(monkeypatch, case: str, use_fork: bool):
         kw["fork"] = use_fork
         init(self, **kw)
 
-    def counted(parent, child):  # a copy made (NotCopyable: the split re-ran instead, not counted)
-        real_fork(parent, child)
+    def counted(parent, child, **kw):  # a copy made (NotCopyable: the split re-ran instead, not counted)
+        real_fork(parent, child, **kw)
         forks.append(child.label)
 
     with monkeypatch.context() as m:

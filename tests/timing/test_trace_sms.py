@@ -1,9 +1,9 @@
 """Law: a run traced for some SMs only (`simulate(..., trace=True, trace_sms={...})`, what the timeline
 picture needs: SM 0) is the same simulation as a run traced for every SM, and records for those SMs
 exactly the events the full trace has for them (and none for any other SM or the chip's L2/HBM
-tracks). Checked on a GEMM whose SM classes split (3 CTAs per SM: a split off the traced class
-re-runs its history, one off an untraced class copies it, fork.py), for SM 0 and for the label SM
-of a split class, and on a grid with one CTA per SM (the CTA scheduler path, memo replays)."""
+tracks). Checked on a GEMM whose SM classes split (3 CTAs per SM: a split off the traced class is
+a copy without the trace, fork.py `untrace`; a traced split class re-runs its history), for SM 0
+and for the label SM of a split class, and on a grid with one CTA per SM (the CTA scheduler path, memo replays)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from hopsim.gemm_setup import setup_gemm
 from hopsim.plots import TIMELINE_SMS
+from hopsim.timing import fork
 from hopsim.timing.runner import simulate
 from kernels.gemm import build_gemm
 from kernels.params import GemmParams
@@ -44,9 +45,19 @@ def _same_run(a, b) -> None:
     assert ja == jb
 
 
-def test_sm0_trace_is_the_full_traces_sm0(full):
+def test_sm0_trace_is_the_full_traces_sm0(full, monkeypatch):
     name, res = full
+    untraced_copies = []
+    real_fork = fork.fork_class
+
+    def counted(parent, child, untrace=False):
+        real_fork(parent, child, untrace=untrace)
+        untraced_copies.append(untrace)
+
+    monkeypatch.setattr(fork, "fork_class", counted)
     part = _run(CASES[name], TIMELINE_SMS)
+    if res.extra.get("class_splits"):  # SM 0's class splits: the split-off class is a copy without the trace
+        assert any(untraced_copies)
     _same_run(res, part)
     assert {e.get("pid") for e in part.trace.events} == {0}
     assert _events(part, 0) == _events(res, 0) and _events(res, 0)
