@@ -5,13 +5,19 @@ Board power at SM clock f (MHz) running a launch with event rates r_i (events/s)
     P(f) = floor_w + v(f)^2 * [ (idle_clock_w + active_base_w * sm_fraction
                                  + l2_active_w * [any L2 -> SM bytes]) * f / f_max
                                 + sum_core e_i * r_i ] + sum_dram e_j * r_j
+           + l2_fed_sq_w * (r_l2d / 1e12)^2 * [any tensor FLOPs]
     v(f) = voltage_intercept + (1 - voltage_intercept) * f / f_max     (core voltage / its value at f_max)
 
 Core events (SM, tensor pipe, L2/crossbar, on the voltage-scaled rail): tensor FLOPs by
 dtype/accumulator, bytes delivered from L2 into shared memory (TMA), LSU shared-memory wavefronts
 (ld, st), issued warp instructions; plus a step `l2_active_w` while any L2 -> SM traffic flows (a
 static term that scales with f v(f)^2 like the clock power). DRAM events (memory rail, fixed
-memory clock): bytes read from / written to HBM. Each energy is fitted from the power microbenchmark records
+memory clock): bytes read from / written to HBM. The last term (r_l2d = the L2's distinct bytes/s:
+the read bytes the timing model charges against l2_bytes_per_s after the sharing merge, a tile
+read by several SMs together once, plus the stored bytes) is the
+super-linear excess of TMA-fed tensor work: the TMA+wgmma pipe (power/light_pipe2*) drew up to
++133 W more than the sum of parts at the cap, growing with the chip's L2 -> SM byte rate (33 SMs
+at GEMM-like 4.3 TFLOP/s per SM draw none); the wgmma-only burners (no L2 traffic) show none. Each energy is fitted from the power microbenchmark records
 (validation/records/h100/power/, `hopsim/validate/calibrate_power.py`); the defaults below are
 `assumed` placeholders that `h100_sxm_power_calibrated.json` replaces field by field.
 
@@ -67,6 +73,7 @@ class H100Power(ParamGroup):
     e_smem_ld_pj_per_wavefront: Param = P(1300, "pJ/wavefront", "LSU shared-memory load wavefront (32 lanes x 4 B), beyond its instruction's issue", _A)
     e_smem_st_pj_per_wavefront: Param = P(1800, "pJ/wavefront", "LSU shared-memory store wavefront, beyond its instruction's issue", _A)
     e_instruction_pj: Param = P(180, "pJ/warp instruction", "one issued warp instruction (FFMA, 32 lanes) incl. register-file traffic", _A)
+    l2_fed_sq_w: Param = P(0, "W/(TB/s)^2", "extra power of a tensor launch fed from L2 (TMA), per (the L2's distinct byte rate in TB/s: a tile several SMs read together counts once)^2, beyond the per-byte and per-FLOP energies; not voltage-scaled", _A)
     tensor_cap_f16f32_tflops: Param = P(900, "TFLOP/s", "tensor throughput cap, f16 -> f32: the dense rate at which a 100%-duty zero-operand burner settles (clock held, reason SW power cap, far below the board limit)", _A)
     tensor_cap_bf16f32_tflops: Param = P(950, "TFLOP/s", "tensor throughput cap, bf16 -> f32 (as above)", _A)
     tensor_cap_f16f16_tflops: Param = P(940, "TFLOP/s", "tensor throughput cap, f16 -> f16 (as above)", _A)

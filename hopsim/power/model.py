@@ -17,6 +17,17 @@ not scaling. Event counts are what the simulation counted (hopsim/result.py):
                          energies). The wgmma SS operand reads are inside the tensor energy (the
                          burner is SS), TMA fills inside the L2 byte energy: not counted twice.
     instructions         the warp instructions every role issued
+
+plus the fed-L2 term (`l2_fed_sq_w`): a launch whose tensor cores are fed from L2 (tensor FLOPs
+and L2 -> SM bytes, as a TMA-fed GEMM) draws coefficient x (the L2's distinct byte rate, in
+TB/s)^2 beyond the per-byte and per-FLOP energies (`fed_l2_w`). Distinct: the read bytes the
+timing model charges against `timing.l2_bytes_per_s` after the sharing merge
+(`extra.bytes_l2_distinct`, hopsim/timing/memory.py `_l2_service`) plus the stored bytes; a tile
+read by r SMs together counts once there, r times in `l2_bytes` (the per-byte energy's count). Fitted from the TMA+wgmma pipe
+runs (power/light_pipe2*, 33..132 SMs up to 4.3 TFLOP/s and 6.6 TB/s,
+hopsim/validate/calibrate_power_pipe.py); the wgmma-only burners (no L2 traffic) show no such
+excess up to 6.3 TFLOP/s per SM, and the L2/HBM streaming burners (no tensor work) are fitted
+without it, hence the gate on both.
 """
 
 from __future__ import annotations
@@ -27,6 +38,10 @@ from typing import Any
 from hopsim.config.power import H100Power, load_power
 
 PJ = 1e-12
+#: the excess power of a TMA-fed tensor launch grows as (its L2 -> SM byte rate)^FED_L2_EXPONENT
+FED_L2_EXPONENT = 2
+#: Events fields that are not event counts (never scaled by `Events.scaled`)
+NOT_COUNTS = ("variant", "sm_fraction", "zero_data", "chip_sms")
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,7 @@ class Events:
     tensor_flops: float = 0.0
     variant: str = "f16f32"
     l2_bytes: float = 0.0
+    l2_shared_bytes: float = 0.0          # of l2_bytes, those delivered beyond the L2's distinct reads (sharing)
     hbm_read_bytes: float = 0.0
     hbm_write_bytes: float = 0.0
     smem_wavefronts: float = 0.0          # direction unknown (simulator LSU count)
@@ -44,22 +60,32 @@ class Events:
     instructions: float = 0.0
     sm_fraction: float = 1.0              # SMs the launch used / SMs of the chip
     zero_data: bool = False               # all-zero tensor operands (the records' zero points only)
+    chip_sms: int = 132                   # the SMs sm_fraction is a fraction of (H100 SXM5: 132)
 
     @classmethod
     def from_result(cls, res: Any, variant: str = "f16f32", num_sms: int = 132) -> "Events":
         """The counts of a `hopsim.result.SimResult` (random tensor data assumed)."""
         extra = res.extra or {}
         insts = sum(float(r.get("instructions", 0)) for r in (res.roles or {}).values())
+        loaded = float(res.bytes_l2 + res.bytes_hbm)
+        distinct = float(extra.get("bytes_l2_distinct", loaded))
         return cls(tensor_flops=float(extra.get("tensor_flops", res.flops)), variant=variant,
-                   l2_bytes=float(res.bytes_l2 + res.bytes_hbm + res.bytes_stored),
+                   l2_bytes=loaded + float(res.bytes_stored), l2_shared_bytes=max(0.0, loaded - distinct),
                    hbm_read_bytes=float(res.bytes_hbm), hbm_write_bytes=float(res.bytes_stored),
                    smem_wavefronts=float(res.smem_wavefronts), instructions=insts,
-                   sm_fraction=min(1.0, max(0.0, res.sms_used / num_sms)))
+                   sm_fraction=min(1.0, max(0.0, res.sms_used / num_sms)), chip_sms=int(num_sms))
+
+    @property
+    def l2_distinct_bytes(self) -> float:
+        """The bytes the L2 itself reads or writes: l2_bytes less those a shared read delivered to
+        further SMs (the read bytes the timing model charges against `timing.l2_bytes_per_s` after
+        the sharing merge, `extra.bytes_l2_distinct`, plus the stored bytes)."""
+        return self.l2_bytes - self.l2_shared_bytes
 
     def scaled(self, k: float) -> "Events":
         """Every count times k (rates of a launch repeated, or per second)."""
         counts = {f.name: getattr(self, f.name) * k for f in fields(self)
-                  if f.name not in ("variant", "sm_fraction", "zero_data")}
+                  if f.name not in NOT_COUNTS}
         return replace(self, **counts)
 
 
@@ -105,6 +131,16 @@ class PowerModel:
         suffix = "_zero" if ev.zero_data else ""
         return self.v[f"e_tensor_{ev.variant}{suffix}_pj_per_flop"]
 
+    def fed_l2_w(self, rates: Events) -> float:
+        """The fed-L2 term (module docstring) of the event rates `rates` (per second), W:
+        l2_fed_sq_w x (the L2's distinct TB/s)^2 (`Events.l2_distinct_bytes`: a tile that several
+        SMs read together counts once, as the timing model charges it); 0 without tensor FLOPs,
+        without L2 -> SM bytes or without SMs. Not voltage-scaled (the fit's choice: scaling by
+        v(f)^2 fits the pipe worse, calibrate_power_pipe.py)."""
+        if rates.tensor_flops <= 0 or rates.l2_bytes <= 0 or rates.sm_fraction <= 0:
+            return 0.0
+        return self.v["l2_fed_sq_w"] * (rates.l2_distinct_bytes / 1e12) ** FED_L2_EXPONENT
+
     def breakdown_w(self, mhz: float, ev: Events, seconds: float) -> dict[str, float]:
         """Power by part (W) at SM clock `mhz` for the counts `ev` taken over `seconds`."""
         v = self.v
@@ -116,6 +152,7 @@ class PowerModel:
             "floor": v["floor_w"],
             "clock": s * fr * (v["idle_clock_w"] + v["active_base_w"] * ev.sm_fraction),
             "tensor": s * r.tensor_flops * self.tensor_energy_pj(ev) * PJ,
+            "fed_l2": self.fed_l2_w(r),
             "l2": s * r.l2_bytes * v["e_l2_pj_per_byte"] * PJ,
             "l2_active": s * fr * v["l2_active_w"] * (1.0 if r.l2_bytes > 0 else 0.0),
             "smem": s * PJ * (r.smem_wavefronts * smem_mean

@@ -65,6 +65,7 @@ def sm_counters(sm) -> dict:
         "tma_ld": sm.tma.bytes_loaded, "tma_st": sm.tma.bytes_stored,
         "l2_busy": link.l2_pipe.busy, "hbm_busy": link.hbm_pipe.busy,
         "from_l2": link.bytes_from_l2, "from_hbm": link.bytes_from_hbm, "to_l2": link.bytes_to_l2,
+        "l2_distinct": link.bytes_l2_distinct,
         "to_hbm": link.bytes_to_hbm, "gst_busy": sm.gst.busy, "g_req": sm.gmem_requests, "g_sec": sm.gmem_sectors,
     }
 
@@ -98,6 +99,7 @@ def add_counters(sm, d: dict) -> None:
     link.bytes_from_l2 += d["from_l2"]
     link.bytes_from_hbm += d["from_hbm"]
     link.bytes_to_l2 += d["to_l2"]
+    link.bytes_l2_distinct += d["l2_distinct"]
     link.bytes_to_hbm += d["to_hbm"]
     sm.gst.busy += d["gst_busy"]
     sm.gmem_requests += d["g_req"]

@@ -186,6 +186,7 @@ class MemorySystem:
         self.jitter = jitter or Jitter()
         self.bytes_from_l2 = 0  # bytes read not fetched from HBM for this read (hits, merged misses)
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM
+        self.bytes_l2_distinct = 0.0  # read bytes charged against l2_bytes_per_s (after the sharing merge)
         self.bytes_to_l2 = 0  # bytes stored
         self.bytes_to_hbm = 0  # stored bytes written back to HBM
 
@@ -193,8 +194,11 @@ class MemorySystem:
         """Time a read takes of the L2 link: the L2's distinct reads of its bytes and requests
         (`share` = 1/r when r SMs of a wave read the tile, kept in part: each pays
         1 - merge x (1 - share), `timing.l2_share_*_merge`) and the delivery of all its bytes
-        and requests to this SM (`timing.l2_delivery_*_per_s`)."""
-        return max(nbytes * (1.0 - self.merge_bytes * (1.0 - share)) / self.l2_bw,
+        and requests to this SM (`timing.l2_delivery_*_per_s`). Counts the distinct bytes it
+        charges against `l2_bytes_per_s` in `bytes_l2_distinct` (the power model's fed-L2 term)."""
+        distinct = nbytes * (1.0 - self.merge_bytes * (1.0 - share))
+        self.bytes_l2_distinct += distinct
+        return max(distinct / self.l2_bw,
                    requests * (1.0 - self.merge_req * (1.0 - share)) / self.l2_req,
                    nbytes / self.l2_dlv, requests / self.l2_dlv_req)
 

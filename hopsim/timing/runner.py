@@ -449,6 +449,7 @@ class _Grid:
                    "gmem_requests": sum(sm.gmem_requests for sm in sms.values()),
                    "gmem_sectors": sum(sm.gmem_sectors for sm in sms.values()),
                    "bytes_hbm_written": int(round(sum(m.bytes_to_hbm for m in links))),
+                   "bytes_l2_distinct": int(round(sum(m.bytes_l2_distinct for m in links))),
                    **added, "loop": loop,
                    "memo": bool(self.memo), "tile_plan": self.tile_plan is not None, **self.stats},
             trace=tr, machine=gmem,

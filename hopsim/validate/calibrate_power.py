@@ -36,6 +36,9 @@ clock: the GEMM-like light_pipe_* (TMA-fed wgmma) and the 10%-duty wgmma burners
 | tensor_cap_*_tflops | the 100%-duty zero-operand burner of that variant: steady rate x 2*64*256*16 |
 | governor_reaction_s | step record: 10% point of the SM clock's fall after load on (lag.sm_mhz.on.t10_s) |
 | power_reading_lag_s | step record: 50% point of the NVML averaged reading's rise (lag.power_w.on.t50_s) |
+| l2_fed_sq_w | after the fit above, with its model: least squares on the TMA+wgmma pipe runs |
+|   | (light_pipe2/, light_pipe2_ladder/, light_pipe2hi/) of power - model - measured idle drift, with two |
+|   | nuisance columns (mbarrier arrives/s, a constant): hopsim/validate/calibrate_power_pipe.py |
 | tensor_sm_clock_ratio | validation/records/h100/microbench__clock_truth.json (a clock microbenchmark beside the |
 |   | power records): median over its development GEMM loops of the SMs' clock64/%globaltimer clock |
 |   | (last launches at steady state) over NVML's time-weighted SM clock of the steady window |
@@ -54,6 +57,7 @@ import numpy as np
 from hopsim.config.base import Param
 from hopsim.config.power import H100Power, POWER_FILES, TENSOR_VARIANTS
 from hopsim.power.model import Events, PowerModel
+from hopsim.validate import calibrate_power_pipe
 from isa.errors import HopsimError
 from validation.power.records import POWER_RECORDS_DIR, load_all
 
@@ -263,10 +267,19 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
     out["power_reading_lag_s"] = (float(st["lag"]["power_w"]["on"]["t50_s"]),
                                   src(f"governor.jsonl {st['name']}: lag.power_w.on.t50_s"))
     out["tensor_sm_clock_ratio"] = clock_truth_ratio(POWER_RECORDS_DIR.parent / CLOCK_TRUTH)
+    burner_fit = {**fixed, **{k: x[k] for k in loaded}, "voltage_intercept": v0}
+    pipe = calibrate_power_pipe.fit(_with(base, burner_fit), d)
+    out["l2_fed_sq_w"] = (pipe["l2_fed_sq_w"], (
+        f"measured: power/light_pipe2/ + light_pipe2_ladder/ + light_pipe2hi/ (TMA+wgmma pipe, {len(pipe['points'])} "
+        f"points, 33..132 SMs, up to 4.3 TFLOP/s per SM): least squares of power - burner-fitted model - measured "
+        f"idle drift on (chip L2 -> SM TB/s)^2 for tensor launches, nuisance mbarrier energy + constant (rms "
+        f"{pipe['rms_w']:.1f} W, max |res| {pipe['max_abs_w']:.1f} W), see calibrate_power_pipe.py "
+        f"({calibrate_power_pipe.runs_tag(d)})"))
     fit = {"rms_w": rms, "points": [{"name": p["name"], "mhz": p["mhz"], "measured_w": p["power_w"],
                                      "residual_w": float(e)} for p, e in zip(pts, res)],
            "light_run": {k: x[k] for k in RUN_COLUMNS},
-           "checks": _checks(_with(base, {**fixed, **{k: x[k] for k in loaded}, "voltage_intercept": v0}),
+           "pipe": pipe,
+           "checks": _checks(_with(base, {**burner_fit, "l2_fed_sq_w": pipe["l2_fed_sq_w"]}),
                              [p for p in light if p["role"] == "check"], x)}
     return out, fit
 
@@ -329,6 +342,9 @@ def calibrated_json(records_dir: pathlib.Path | None = None) -> dict:
             "fit": {"rms_w": round(fit["rms_w"], 3),
                     "points": [_rounded(p) for p in fit["points"]],
                     "light_run": _rounded(fit["light_run"]),
+                    "l2_fed_sq": {"rms_w": round(fit["pipe"]["rms_w"], 2),
+                                      "nuisance": _rounded(fit["pipe"]["nuisance"]),
+                                      "points": [_rounded(p) for p in fit["pipe"]["points"]]},
                     "checks_never_fitted": [_rounded(p) for p in fit["checks"]]}}
 
 

@@ -5,7 +5,7 @@ fidelity test), and the clock flag's bad input."""
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from types import SimpleNamespace
 
 import pytest
@@ -13,7 +13,7 @@ import pytest
 from hopsim.cli import main
 from hopsim.config.power import POWER_FILES, load_power
 from hopsim.fingerprint import digest, model_files
-from hopsim.power.model import Events, PowerModel
+from hopsim.power.model import NOT_COUNTS, Events, PowerModel
 from hopsim.power.solve import ClockSolver, parse_clock
 from hopsim.validate import calibrate_power
 from isa.errors import InputError
@@ -23,7 +23,9 @@ PM = PowerModel.load()
 #: A launch with some of every event (1 ms at 1980 MHz).
 BASE = Events(tensor_flops=3e11, l2_bytes=5e9, hbm_read_bytes=1e9, hbm_write_bytes=5e8,
               smem_wavefronts=1e8, smem_ld_wavefronts=1e7, smem_st_wavefronts=1e7, instructions=1e9)
-COUNTS = [f.name for f in fields(Events) if f.name not in ("variant", "sm_fraction", "zero_data")]
+COUNTS = [f.name for f in fields(Events) if f.name not in NOT_COUNTS]
+#: the counts that each cost energy (l2_shared_bytes is a part of l2_bytes: the reads the L2 served once for several SMs)
+ENERGY_COUNTS = [c for c in COUNTS if c != "l2_shared_bytes"]
 
 
 def test_committed_calibration_equals_what_the_records_give():
@@ -46,11 +48,19 @@ def test_energies_are_positive_and_random_data_costs_more_than_zero_data():
         assert v[f"e_tensor_{var}_pj_per_flop"] > v[f"e_tensor_{var}_zero_pj_per_flop"]
 
 
-@pytest.mark.parametrize("count", COUNTS)
+@pytest.mark.parametrize("count", ENERGY_COUNTS)
 def test_power_rises_with_each_event_rate(count):
     more = Events(**{**{c: getattr(BASE, c) for c in COUNTS}, count: getattr(BASE, count) * 2 + 1e6})
     for mhz in (1980, 1500, 900):
         assert PM.power_w(mhz, more, 1e-3) > PM.power_w(mhz, BASE, 1e-3)
+
+
+def test_power_falls_as_more_of_the_same_l2_bytes_are_shared_reads():
+    # the same bytes delivered, fewer of them read by the L2 itself: only the fed-L2 term falls
+    shared = [replace(BASE, l2_shared_bytes=f * BASE.l2_bytes) for f in (0.0, 0.2, 0.4, 0.6)]
+    for mhz in (1980, 1500, 900):
+        ps = [PM.power_w(mhz, ev, 1e-3) for ev in shared]
+        assert all(b < a for a, b in zip(ps, ps[1:]))
 
 
 def test_power_rises_with_the_clock_at_fixed_rates():
