@@ -18,8 +18,9 @@ get CTAs of different hit classes, the class splits: the subgroup holding the cl
 continues in the existing environment, every other subgroup gets a copy of the class's state at
 the split (fork.py: environment, SM, CTAs in flight, processes) and goes on with its own inputs
 from there; that copy is the state a deterministic re-run of the shared history from cycle 0 (the
-same CTAs, the same inputs: the same trajectory) would reach, which is what a traced run (whose
-trace slices name their SM) still does (`catch_up`). At the end every class has
+same CTAs, the same inputs: the same trajectory) would reach, which is what a new class whose
+SM is traced (its slices name its label SM) still does (`catch_up`); a class split off a traced
+one is a copy without the trace. At the end every class has
 simulated its members' complete history: counters, role statistics and busy cycles are the class's
 times its member count. tests/timing/test_memo_multi.py checks cycles, bytes, roles and busy equal
 to memo=False on multi-wave grids with 2 and 3 CTAs per SM.
@@ -196,8 +197,9 @@ class Coordinator:
 
     def _split(self, cls: _SmClass, sub: list, history: list, t: float) -> _SmClass:
         """A new class for the members `sub` of `cls`, whose history (inputs up to cycle t) is
-        `history`, in the state `cls` has at t: a copy of it (fork.py), or (trace runs, whose
-        slices name their SM, or a state the copy does not know) a re-run of the history."""
+        `history`, in the state `cls` has at t: a copy of it (fork.py; without the trace when `cls`
+        records one), or (a traced new class, whose slices name its SM, or a state the copy does
+        not know) a re-run of the history."""
         members, inputs = [m for m, _ in sub], history + list(sub[0][1])
         self.splits += 1
         if self.fork and not self.traced(sub[0][0]):
