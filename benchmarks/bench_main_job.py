@@ -102,6 +102,25 @@ against a8be26d's):
                   box8 s2 2.74, 2.77 -> 2.66, 2.73, box8 elect 1.86, 1.85 -> 1.84, 1.99 (target 3 s: not
                   met for s2 and s3, 3 simulations of ~1.0-1.1 s plus ~0.25 s the first one adds: the
                   tile plan's captures ~0.1 s, dispatch arrays, the kernel build)
+Measured again (2-core machine, load 0.3-0.4 when each main_job run started (others' light work
+kept it from 0), the two side by side, alternating; before = 0e32c95, after = 671d99b (branch speed6):
+the picture's re-simulation of the fastest point records SM 0 only, what plot_timeline draws
+(simulate(trace_sms=...); a class split off SM 0's class is a copy without the trace instead of a
+re-run), the trace read once for the windows and the drawing, box kinds cached, one
+PolyCollection per panel painted in broken_barh's order: the same picture, pixel for pixel; this
+benchmark's main_job row now runs the README's command with `--plot timeline.png` (it ran the table
+alone before). Same numbers: fingerprint 0 differing points against a8be26d's):
+  main_job        wall 14.17, 14.18 -> 10.48, 10.98 s; CPU 21.2, 21.2 -> 17.5, 18.1 (target 8 s: not met)
+                  (the picture: re-simulation 3.8 -> 1.65 CPU-s, drawing 1.3 -> 1.0 s, 4096^3 s3)
+  main_job_table  wall 7.85, 7.94 s, CPU 15.0 (load 1.0; no change: the table's points are as before)
+  clocked point   (load 0.4-0.6, unchanged by these commits: 0e32c95 gives the same within 0.05 s)
+                  s1 2.45, s2 3.51, s3 3.62, s4 1.32, s5 1.33, s6 1.40, box8 s2 2.99, box8 elect 2.20
+                  (target 3 s: not met for s2 and s3; this machine ran ~8% slower today than for
+                  the rows above: 0e32c95's s2 3.49 against 3.16-3.17)
+  Not done: an early end of the picture's re-simulation (SM 0's first CTA ends at about a quarter
+  of the run; ~1.2 s more) needs a proof that no later event lands in the drawn windows (the
+  HBM write-back drain fills the link's idle time before `now`, memory.py _drain), and even then
+  the table (7.9 s) plus the picture would stay above 8 s; the rest is simulation speed.
 What is left: a simulation is ~140,000 warp resumptions (one issue() each, a third of them a
 warp blocked or woken at a warpgroup rendezvous) at ~7-8 us each, no single part above ~10%
 (issue() 10%, the warp loop 9%, ALU-run costing 6%, SimPy's queue and resumptions ~9%); the
