@@ -117,6 +117,9 @@ alone before). Same numbers: fingerprint 0 differing points against a8be26d's):
                   s1 2.45, s2 3.51, s3 3.62, s4 1.32, s5 1.33, s6 1.40, box8 s2 2.99, box8 elect 2.20
                   (target 3 s: not met for s2 and s3; this machine ran ~8% slower today than for
                   the rows above: 0e32c95's s2 3.49 against 3.16-3.17)
+  Again at 50e5792 (after the power model's fed-L2 term, 2084f4c: sustained clocks 15-75 MHz lower;
+  load 0.4-0.8): main_job wall 10.63, 10.60 s, CPU 17.7, 17.8; main_job_table 7.99 s, CPU 15.1;
+  clocked point s1 2.46, s2 3.45, s3 3.66, s4 1.33, s5 1.32, s6 1.24, box8 s2 2.99, box8 elect 2.14.
   Not done: an early end of the picture's re-simulation (SM 0's first CTA ends at about a quarter
   of the run; ~1.2 s more) needs a proof that no later event lands in the drawn windows (the
   HBM write-back drain fills the link's idle time before `now`, memory.py _drain), and even then
