@@ -31,12 +31,15 @@ def digest(params) -> str:
     return hashlib.sha256("\n".join(p.tag for p in params).encode()).hexdigest()
 
 
-def recorded_params(root: pathlib.Path, skip: str) -> set[GemmParams]:
+def recorded_params(root: pathlib.Path, skip: str, after: tuple[str, ...] = ()) -> set[GemmParams]:
     """Every GEMM configuration in a committed record (*.json and *.jsonl, every folder) under
-    `root`, except in the folders named `skip` (a set's own measurement, committed after its freeze)."""
+    `root`, except in the folders named `skip` (a set's own measurement, committed after its freeze)
+    and `after` (diagnostics of the set's configurations made after its first comparison was
+    published, e.g. worst17: heldout17's worst, re-profiled)."""
     out = set()
     for path in sorted(root.rglob("*")):
-        if skip in path.relative_to(root).parts or path.suffix not in (".json", ".jsonl"):
+        parts = path.relative_to(root).parts
+        if skip in parts or any(a in parts for a in after) or path.suffix not in (".json", ".jsonl"):
             continue
         text = path.read_text()
         docs = [json.loads(text)] if path.suffix == ".json" else [json.loads(x) for x in text.splitlines() if x.strip()]
@@ -128,15 +131,16 @@ def check_disjoint(hset, recorded: set[GemmParams], min_recorded: int) -> None:
             assert not (held & set(fn())), name
 
 
-def check_not_recorded_before(hset, n_frozen: int, min_recorded: int) -> None:
+def check_not_recorded_before(hset, n_frozen: int, min_recorded: int, after: tuple[str, ...] = ()) -> None:
     """The exclusion rule: the frozen list (n_frozen tags) is what was recorded (records are never
     removed), and no point's tag, configuration or shape is in any record committed since (own
-    folder aside)."""
+    folder aside, and the folders `after`: diagnostics of the set's own configurations made after
+    its first comparison was published, which must then hold nothing but those)."""
     frozen = hset.held_set().exclude
-    tags = heldout_draw.recorded_tags(H100, skip=(hset.SWEEP_NAME,))
+    tags = heldout_draw.recorded_tags(H100, skip=(hset.SWEEP_NAME, *after))
     assert len(frozen) == n_frozen and frozen <= tags
     assert not ({p.tag for p in hset.sweep()} & tags)
-    check_disjoint(hset, recorded_params(H100, hset.SWEEP_NAME), min_recorded)
+    check_disjoint(hset, recorded_params(H100, hset.SWEEP_NAME, after), min_recorded)
 
 
 # ----------------------------------------------------------------------------- gemm_runs wiring

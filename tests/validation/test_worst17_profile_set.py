@@ -31,3 +31,10 @@ def test_list_prints_the_set(capsys):
     assert cycle_profile.main(["--set", "worst17", "--list"]) == 0
     out = capsys.readouterr()
     assert len(out.out.split()) == len(cycle_profile.worst17_configurations())
+
+
+def test_the_worst17_folder_holds_only_heldout17_configurations_and_their_one_sm_versions():
+    """The folder that test_heldout17_set lets hold heldout17's tags holds nothing else."""
+    folder = cycle_profile.RECORDS / "worst17"
+    tags = {json.loads(p.read_text())["tag"] for p in folder.glob("gemm_cycles__*.json")}
+    assert tags == {p.tag for p in cycle_profile.worst17_configurations()}
