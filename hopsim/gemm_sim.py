@@ -24,7 +24,8 @@ boost and sustained points, predicted power and energy per launch (docs/guide/po
 
 `simulate_point(point) -> dict` is the sweep function (`hopsim sweep`, hopsim/sweep.py): a point is
 a dict of `GemmParams` fields plus `gpu`, `clock` (default sustained) and optionally
-`sm_clock_mhz` (a record's measured SM clock, which then decides); it returns cycles, time_ms,
+`sm_clock_mhz` (a record's measured SM clock, which then decides) and `loop` (rotated | same,
+default rotated); it returns cycles, time_ms,
 tflops, ctas_per_sm, waves, the clock/power columns and the stall breakdown as flat columns.
 """
 
@@ -130,11 +131,14 @@ def tolerance(params: GemmParams) -> float:
 
 def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
                   trace: bool = False, seed: int = 0, max_cycles: int | None = None,
-                  plan_cache: dict | None = None, trace_sms: frozenset | None = None) -> GemmRun:
+                  plan_cache: dict | None = None, trace_sms: frozenset | None = None,
+                  loop: str = "rotated") -> GemmRun:
     """Build the IR kernel of `params` (kernels/gemm/) and time it on `gpu` (default H100 SXM,
     calibrated). `check=True` runs with values and compares the product with numpy (raises
     `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS. `trace_sms`: with
-    `trace`, record only those SMs (timing/runner.py simulate; None: every SM)."""
+    `trace`, record only those SMs (timing/runner.py simulate; None: every SM). `loop`: "rotated"
+    (default: a cold L2, the records' rotated buffers) or "same" (a loop over the same buffers: A
+    and B L2-resident at the start when they fit, hopsim/timing/launch.py)."""
     if mode not in MODES:
         raise InputError("mode", mode, "one of " + ", ".join(MODES))
     if mode == "auto":
@@ -157,7 +161,7 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
     t0 = time.perf_counter()
     res = simulate(gk.kernel, launch, gpu, values=values, trace=trace, gmem=gmem,
                    flop_count=params.flops, regs_per_thread=gk.regs_per_thread,
-                   max_cycles=max_cycles, plan_cache=plan_cache, trace_sms=trace_sms, **kw)
+                   max_cycles=max_cycles, plan_cache=plan_cache, trace_sms=trace_sms, loop=loop, **kw)
     wall = time.perf_counter() - t0
     run = GemmRun(params, res, mode, wall, notes)
     if mode == "fast" and str(res.extra.get("sm_memo", "")).startswith("off"):
@@ -220,7 +224,7 @@ def sm_share(res) -> float:
 def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained", *, mode: str = "auto",
                           check: bool = False, trace: bool = False, seed: int = 0,
                           power: PowerModel | None = None, sm_clock_mhz: float | None = None,
-                          trace_sms: frozenset | None = None) -> GemmRun:
+                          trace_sms: frozenset | None = None, loop: str = "rotated") -> GemmRun:
     """`simulate_gemm` at the clock `clock` ('sustained': the highest supported clock within the
     power model's limits, hopsim/power/solve.py; 'boost': the maximum; or MHz), with the boost
     and sustained points and the predicted power/energy attached (run.clock, run.power_w).
@@ -229,7 +233,8 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     reports; the launch's cycles run at `tensor_sm_clock_ratio` x it (the GEMM uses the tensor
     cores; hopsim/config/power.py). `sm_clock_mhz` (a run's measured SM clock, clock64 /
     %globaltimer): the result is simulated at exactly that SM clock instead of `clock`, its
-    reported clock being sm_clock_mhz / the ratio. `trace_sms`: the SMs a trace records (None: all)."""
+    reported clock being sm_clock_mhz / the ratio. `trace_sms`: the SMs a trace records (None: all).
+    `loop`: as in `simulate_gemm`, for every simulation of the solve."""
     gpu = gpu or load_gpu()
     pm = power or PowerModel.load(gpu.name)
     choice = parse_clock(clock, pm)
@@ -239,7 +244,7 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     plans: dict = {}  # the tile plan does not depend on the clock (timing/runner.py plan_cache)
 
     def at(mhz: float):
-        runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed, plan_cache=plans)
+        runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed, plan_cache=plans, loop=loop)
         return runs[mhz].result
 
     solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm,
@@ -256,7 +261,7 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     wall = sum(r.wall_s for r in runs.values())
     if check or trace:
         run = simulate_gemm(params, gpu.at_clock(sm), mode=mode, check=check, trace=trace, seed=seed,
-                            trace_sms=trace_sms)
+                            trace_sms=trace_sms, loop=loop)
         wall += run.wall_s
     else:
         run = runs[sm]
@@ -272,7 +277,7 @@ _POINT_KEYS = {f.name for f in dataclasses.fields(GemmParams)}
 
 def params_of(point: dict) -> GemmParams:
     """GemmParams from a sweep point (unknown keys other than `gpu` are an error)."""
-    d = {k: v for k, v in point.items() if k not in ("gpu", "sm_clock_mhz", "clock")}
+    d = {k: v for k, v in point.items() if k not in ("gpu", "sm_clock_mhz", "clock", "loop")}
     return GemmParams.from_dict(d)
 
 
@@ -307,6 +312,8 @@ def simulate_point(point: dict) -> dict:
     `sm_clock_mhz` when the point has one (a record's measured SM clock: the `--compare-records`
     and `validate compare` basis; simulated at exactly that clock, no ratio)."""
     gpu = load_gpu(point.get("gpu") or "h100_sxm")
+    loop = point.get("loop") or "rotated"
     if point.get("sm_clock_mhz"):
-        return flat_row(simulate_gemm_clocked(params_of(point), gpu, "boost", sm_clock_mhz=point["sm_clock_mhz"]))
-    return flat_row(simulate_gemm_clocked(params_of(point), gpu, point.get("clock") or "sustained"))
+        return flat_row(simulate_gemm_clocked(params_of(point), gpu, "boost", sm_clock_mhz=point["sm_clock_mhz"],
+                                              loop=loop))
+    return flat_row(simulate_gemm_clocked(params_of(point), gpu, point.get("clock") or "sustained", loop=loop))

@@ -20,6 +20,7 @@ import numpy as np
 from hopsim import inputs
 from hopsim.attention import error_bound, read_output, reference, setup_attention
 from hopsim.cli import _Parser
+from hopsim.cli.family_run import LOOP_HELP, loop_notes, loop_of
 from hopsim.config import load_gpu
 from hopsim.plots import plot_timeline
 from hopsim.power.model import Events, PowerModel
@@ -63,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock: sustained (default), boost (1980 MHz) or MHz")
     p.add_argument("--gpu", default="h100_sxm", help="h100_sxm")
+    p.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
     p.add_argument("--json", action="store_true", help="one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
     p.add_argument("--plot", metavar="FILE.png", help="timeline picture")
@@ -84,7 +86,7 @@ def params_of(args) -> AttnParams:
 
 
 def simulate_attention(p: AttnParams, gpu=None, *, values: bool = True, trace: bool = False, mhz=None,
-                       seed: int = 0):
+                       seed: int = 0, loop: str = "rotated"):
     """Time `p` (at `mhz`; None: the config's clock); returns (SimResult, gmem, (q, k, v)).
     Without values: timing-only, partitioned memory and the CTA memo (alike CTAs simulated once)."""
     gpu = gpu or load_gpu()
@@ -93,7 +95,7 @@ def simulate_attention(p: AttnParams, gpu=None, *, values: bool = True, trace: b
     gm, launch, q, k, v = setup_attention(p, ak, seed=seed, values=values)
     mode = {} if values else {"memory": "partitioned", "memo": True}
     res = simulate(ak.kernel, launch, gpu, values=values, gmem=gm, trace=trace, checks=values,
-                   regs_per_thread=ak.regs_per_thread, flop_count=p.flops, **mode)
+                   regs_per_thread=ak.regs_per_thread, flop_count=p.flops, loop=loop, **mode)
     return res, gm, (q, k, v)
 
 
@@ -120,16 +122,17 @@ def run(argv: list[str]) -> int:
     pm = PowerModel.load()
     clock = parse_clock(args.clock, pm)
     gpu = load_gpu(args.gpu)
+    loop = loop_of(args)
     nsms = int(gpu.spec.num_sms.value)
     with Activity(f"simulating {p.tag}", enabled=False if args.no_progress else None):
-        solver = ClockSolver(lambda mhz: simulate_attention(p, gpu, values=False, mhz=mhz)[0],
+        solver = ClockSolver(lambda mhz: simulate_attention(p, gpu, values=False, mhz=mhz, loop=loop)[0],
                              lambda r: Events.from_result(r, "f16f32", nsms), pm,
                              clock_ratio=pm.sm_clock_ratio(tensor_cores=True))
         sol = solver.solve()
         mhz = {"sustained": sol.sustained.mhz, "boost": sol.boost.mhz}.get(clock, clock)
         pt = solver.point(mhz)
         res, gm, qkv = simulate_attention(p, gpu, values=not args.timing_only, mhz=solver.sm_mhz(mhz), seed=args.seed,
-                                          trace=bool(args.trace or args.plot))
+                                          trace=bool(args.trace or args.plot), loop=loop)
     chk = None if args.timing_only else check(p, gm, qkv)
     with inputs.Outputs() as outs:
         if args.trace:
@@ -149,6 +152,7 @@ def run(argv: list[str]) -> int:
     else:
         notes = [sol.summary(), f"at {mhz:.0f} MHz (SMs at {res.clock_mhz:.0f}): {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per launch",
                  "time: the model's estimate, not validated yet (no H100 record of this kernel compared)"]
+        notes += loop_notes(res)
         if chk is not None:
             notes.append(f"check against numpy (float64 reference, bound of kernels/attention/reference.py): "
                          f"{'within the bound' if chk['ok'] else 'OUTSIDE THE BOUND'} "

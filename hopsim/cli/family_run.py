@@ -21,6 +21,28 @@ from hopsim.plots import plot_timeline
 from hopsim.power.model import Events, PowerModel
 from hopsim.power.solve import ClockPoint, ClockSolution, ClockSolver, parse_clock
 from hopsim.progress import Activity
+from hopsim.timing import launch as launch_loops
+from isa.errors import InputError
+
+
+LOOP_HELP = ("the benchmark loop the launch is one of: rotated (default; inputs and outputs rotated over "
+             "sets larger than the L2, as the H100 records: a cold L2 at the start) or same (a loop over "
+             "the same buffers: when the distinct bytes the launch reads fit in l2_bytes x "
+             "l2_effective_capacity_fraction, they are L2-resident at its start, first reads hit; a "
+             "larger footprint is timed as rotated)")
+
+
+def loop_of(args) -> str:
+    """--loop, checked: rotated or same (hopsim/timing/launch.py CLI_LOOPS)."""
+    if args.loop not in launch_loops.CLI_LOOPS:
+        raise InputError("loop", args.loop, " or ".join(launch_loops.CLI_LOOPS))
+    return args.loop
+
+
+def loop_notes(res) -> list[str]:
+    """The report line of --loop same (none for the default)."""
+    note = launch_loops.loop_note(res.extra)
+    return [note] if note else []
 
 
 def check_output_paths(args) -> None:
@@ -84,4 +106,5 @@ def bandwidth_gbs(bytes_moved: int, res) -> float:
     return bytes_moved / (res.time_ms * 1e-3) / 1e9 if res.time_ms > 0 else 0.0
 
 
-__all__ = ["ClockedRun", "bandwidth_gbs", "check_output_paths", "clocked_run", "write_outputs"]
+__all__ = ["LOOP_HELP", "ClockedRun", "bandwidth_gbs", "check_output_paths", "clocked_run", "loop_notes", "loop_of",
+           "write_outputs"]

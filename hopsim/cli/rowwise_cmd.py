@@ -16,7 +16,8 @@ import json
 import numpy as np
 
 from hopsim.cli import _Parser
-from hopsim.cli.family_run import bandwidth_gbs, check_output_paths, clocked_run, write_outputs
+from hopsim.cli.family_run import (LOOP_HELP, bandwidth_gbs, check_output_paths, clocked_run, loop_notes, loop_of,
+                                    write_outputs)
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
@@ -49,6 +50,7 @@ def parser(family: str) -> argparse.ArgumentParser:
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock: sustained (default), boost (1980 MHz) or MHz")
     p.add_argument("--gpu", default="h100_sxm", help="h100_sxm")
+    p.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
     p.add_argument("--check", action="store_true", help=f"with data, compare with numpy (rows x cols <= {CHECK_LIMIT})")
     p.add_argument("--json", action="store_true", help="one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
@@ -73,7 +75,7 @@ def setup(p: RowParams, values: bool, seed: int = 0):
 
 
 def simulate_rowwise(p: RowParams, gpu=None, *, values: bool = False, trace: bool = False, mhz=None,
-                     fast: bool | None = None):
+                     fast: bool | None = None, loop: str = "rotated"):
     """Time `p` on `gpu` at `mhz` (None: the config's clock); returns (SimResult, gmem, x).
     fast (default: without data): timing-only, partitioned memory and the CTA memo, as
     `simulate_membound`."""
@@ -83,7 +85,7 @@ def simulate_rowwise(p: RowParams, gpu=None, *, values: bool = False, trace: boo
     gm, params, x = setup(p, values)
     mode = {"memory": "partitioned", "memo": True} if fast else {}
     res = simulate(kernel, Launch(grid=grid, block=block, params=params), gpu, values=values, gmem=gm,
-                   trace=trace, checks=values, regs_per_thread=REGS_PER_THREAD, **mode)
+                   trace=trace, checks=values, regs_per_thread=REGS_PER_THREAD, loop=loop, **mode)
     return res, gm, x
 
 
@@ -102,10 +104,12 @@ def run(family: str, argv: list[str]) -> int:
     if args.check and p.rows * p.cols > CHECK_LIMIT:
         raise InputError("rows", p.rows, f"rows x cols at most {CHECK_LIMIT} with --check (data in numpy)")
     check_output_paths(args)
+    loop = loop_of(args)
     gpu = load_gpu(args.gpu)
-    run_ = clocked_run(args, p.name, lambda mhz, **kw: simulate_rowwise(p, gpu, mhz=mhz, **kw), gpu, values=args.check)
+    run_ = clocked_run(args, p.name, lambda mhz, **kw: simulate_rowwise(p, gpu, mhz=mhz, loop=loop, **kw), gpu,
+                       values=args.check)
     res, gm, x = (run_.res, *run_.data)
-    notes = run_.notes()
+    notes = run_.notes() + loop_notes(res)
     ok = None
     if args.check:
         ok, note = check_result(p, gm, x)

@@ -20,6 +20,7 @@ import numpy as np
 
 from hopsim import gemm_sim, inputs, sweep
 from hopsim.cli import _Parser, attention_cmd, launch, membound_cmd, missing_command, rowwise_cmd, sweep_cmd, tmacopy_cmd
+from hopsim.cli.family_run import LOOP_HELP, loop_notes, loop_of
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
@@ -98,6 +99,7 @@ def gemm_parser() -> argparse.ArgumentParser:
                         "power model's limits, what a benchmark loop sees), boost (1980 MHz, a "
                         "single short launch) or MHz, the clock NVML reports (a tensor kernel's SMs "
                         "run at tensor_sm_clock_ratio x it, `hopsim config show`)")
+    g.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
     g.add_argument("--sm-clock", metavar="MHZ", type=str, default=None,
                    help="simulate with the SMs at exactly MHZ (a measured clock64 / %%globaltimer clock, "
                         "100..1980); replaces --clock; the reported clock is MHZ / tensor_sm_clock_ratio")
@@ -205,7 +207,9 @@ def run_gemm(argv: list[str]) -> int:
     grid = sweep.make_grid(sweep=overrides)
     sm_clock = None if args.sm_clock is None else inputs.bounded_float(
         "sm-clock", args.sm_clock, 100.0, 1980.0, "an SM clock in MHz")
-    points = [{**p, "clock": clock, **({"sm_clock_mhz": sm_clock} if sm_clock else {})} for p in grid.points()]
+    loop = loop_of(args)
+    points = [{**p, "clock": clock, **({"sm_clock_mhz": sm_clock} if sm_clock else {}),
+               **({"loop": loop} if loop != "rotated" else {})} for p in grid.points()]
     if args.emit_ir:
         return _emit_ir(grid, points, overrides)
     if len(points) == 1:
@@ -215,7 +219,7 @@ def run_gemm(argv: list[str]) -> int:
         with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):
             run = gemm_sim.simulate_gemm_clocked(params, gpu, clock, mode=args.mode, check=args.check,
                                                  trace=bool(args.trace or args.plot), sm_clock_mhz=sm_clock,
-                                                 trace_sms=None if args.trace else TIMELINE_SMS)
+                                                 trace_sms=None if args.trace else TIMELINE_SMS, loop=loop)
             with inputs.Outputs() as outs:
                 if args.trace:
                     run.result.trace.write(outs.stage(args.trace))
@@ -224,7 +228,7 @@ def run_gemm(argv: list[str]) -> int:
         if args.json:
             print(json.dumps(run.to_json()))
         else:
-            notes = clock_notes(run) + list(run.notes) + [
+            notes = clock_notes(run) + list(run.notes) + loop_notes(run.result) + [
                 f"simulated in {run.wall_s:.1f} s ({run.mode} mode, {run.clock.simulations} clocks)"]
             if run.check:
                 notes.append(f"check: relative error {run.check['rel_err']:.2e} against numpy "
@@ -274,7 +278,7 @@ def _sweep_outputs(args, rows, grid, points, outs) -> None:
         with _activity(args, "timeline of the fastest point"):
             run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm")
                                          .at_clock(best.get("sm_clock_mhz") or best.get("clock_mhz")), trace=True,
-                                         trace_sms=TIMELINE_SMS)
+                                         trace_sms=TIMELINE_SMS, loop=pt.get("loop") or "rotated")
             _timeline(run, outs.stage(args.plot), args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)
@@ -302,6 +306,7 @@ def ptx_parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock (default sustained: the power model's clock under the limit; "
                         "tensor energy taken as f16 x f16 -> f32, random data)")
+    p.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
     p.add_argument("--json", action="store_true")
     p.add_argument("--trace", metavar="FILE.json")
     p.add_argument("--plot", metavar="FILE.png")
@@ -378,6 +383,7 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     args.target_file = path_arg
     pm = PowerModel.load()
     clock = parse_clock(args.clock, pm)
+    loop = loop_of(args)
     if args.max_cycles is not None:
         inputs.bounded_int("max-cycles", args.max_cycles, 1, 2**53, "a positive number of cycles")
     inputs.output_paths([("trace", args.trace, (".json",)), ("plot", args.plot, (".png",))])
@@ -415,7 +421,7 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     cta_cap = None if args.max_cycles else default_cta_cap(
         kernel, {p.name: values[p.name] for p in kernel.params if p.name in params})
     lch = Launch(grid=grid, block=block, dynamic_smem=smem, params=values)
-    caps = {"max_cycles": args.max_cycles, "max_cta_cycles": cta_cap}
+    caps = {"max_cycles": args.max_cycles, "max_cta_cycles": cta_cap, "loop": loop}
     with _activity(args, f"simulating {kernel.name}"):
         try:
             def at(mhz: float):  # the clock solve's runs, each on a copy of the inputs
@@ -454,7 +460,7 @@ def run_ptx(path_arg: str, argv: list[str]) -> int:
     else:
         notes = [sol.summary(), f"at {mhz:.0f} MHz (SMs at {res.clock_mhz:.0f}): {pt.power_w:.0f} W, {pt.energy_mj:.4g} mJ per "
                  "launch (power model: tensor energy of f16 -> f32, random data)"]
-        notes += [f"saved {n} to {f}" for n, f in save.items()]
+        notes += loop_notes(res) + [f"saved {n} to {f}" for n, f in save.items()]
         print(format_summary(res, title=f"{kernel.name} ({pathlib.Path(path_arg).name})", notes=notes,
                              launch={"Grid Size": ("", "x".join(map(str, grid))),
                                      "Block Size": ("", "x".join(map(str, block))),

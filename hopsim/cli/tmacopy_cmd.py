@@ -17,7 +17,8 @@ import json
 import numpy as np
 
 from hopsim.cli import _Parser
-from hopsim.cli.family_run import bandwidth_gbs, check_output_paths, clocked_run, write_outputs
+from hopsim.cli.family_run import (LOOP_HELP, bandwidth_gbs, check_output_paths, clocked_run, loop_notes, loop_of,
+                                    write_outputs)
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
@@ -55,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock: sustained (default), boost (1980 MHz) or MHz")
     p.add_argument("--gpu", default="h100_sxm", help="h100_sxm")
+    p.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
     p.add_argument("--check", action="store_true", help=f"with data, compare out with in (tensor <= {CHECK_LIMIT} B)")
     p.add_argument("--json", action="store_true", help="one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
@@ -86,7 +88,7 @@ def read_output(gm, p: TmaCopyParams) -> np.ndarray:
 
 
 def simulate_tmacopy(p: TmaCopyParams, gpu=None, *, values: bool = False, trace: bool = False, mhz=None,
-                     fast: bool | None = None):
+                     fast: bool | None = None, loop: str = "rotated"):
     """Time `p` on `gpu` at `mhz` (None: the config's clock); returns (SimResult, gmem, input).
     fast (default: without data): timing-only, partitioned memory and the CTA memo (as vecadd)."""
     gpu = (gpu or load_gpu()).at_clock(mhz) if mhz is not None else (gpu or load_gpu())
@@ -95,7 +97,7 @@ def simulate_tmacopy(p: TmaCopyParams, gpu=None, *, values: bool = False, trace:
     gm, params, a = setup(p, values)
     mode = {"memory": "partitioned", "memo": True} if fast else {}
     res = simulate(kernel, Launch(grid=grid, block=block, params=params), gpu, values=values, gmem=gm,
-                   trace=trace, checks=values, regs_per_thread=REGS_PER_THREAD, **mode)
+                   trace=trace, checks=values, regs_per_thread=REGS_PER_THREAD, loop=loop, **mode)
     return res, gm, a
 
 
@@ -110,10 +112,12 @@ def run(argv: list[str]) -> int:
     if args.check and p.rows * p.cols * p.esize > CHECK_LIMIT:
         raise InputError("rows x cols", f"{p.rows}x{p.cols}", f"at most {CHECK_LIMIT} bytes with --check (data in numpy)")
     check_output_paths(args)
+    loop = loop_of(args)
     gpu = load_gpu(args.gpu)
-    run_ = clocked_run(args, p.name, lambda mhz, **kw: simulate_tmacopy(p, gpu, mhz=mhz, **kw), gpu, values=args.check)
+    run_ = clocked_run(args, p.name, lambda mhz, **kw: simulate_tmacopy(p, gpu, mhz=mhz, loop=loop, **kw), gpu,
+                       values=args.check)
     res, gm, a = (run_.res, *run_.data)
-    notes = run_.notes()
+    notes = run_.notes() + loop_notes(res)
     ok = None
     if args.check:
         ok = bool(np.array_equal(read_output(gm, p).view(np.uint8), a.view(np.uint8)))

@@ -65,6 +65,16 @@ class GlobalMemory:
         self._bufs.append(buf)
         return base
 
+    def snapshot(self) -> list:
+        """Copies of the buffers' bytes (None for a reserved, read-only one), for `restore`."""
+        return [b.copy() if b.flags.writeable else None for b in self._bufs]
+
+    def restore(self, snap: list) -> None:
+        """Put the bytes of `snapshot()` back into the same buffers (in place)."""
+        for b, saved in zip(self._bufs, snap):
+            if saved is not None:
+                b[...] = saved
+
     def address(self, name: str) -> int:
         return self._bases[self._names.index(name)]
 

@@ -27,10 +27,12 @@ from isa.errors import HopsimError
 class ClassifyRecord:
     """Per CTA, in linear order: the hit vector and the residency counters after its dispatch."""
 
-    __slots__ = ("num_ctas", "capacity", "hits", "after", "valid", "complete", "tiles", "used")
+    __slots__ = ("num_ctas", "capacity", "hits", "after", "valid", "complete", "tiles", "used", "warm",
+                 "warm_bytes")
 
-    def __init__(self, num_ctas: int, capacity: int):
+    def __init__(self, num_ctas: int, capacity: int, warm: bool = False):
         self.num_ctas, self.capacity = num_ctas, capacity  # the L2 residency's bytes
+        self.warm, self.warm_bytes = warm, 0  # a same-buffer loop's residency (memory.WarmResidency)
         self.hits: list = []
         self.after: list = []  # _state() after each CTA's classify
         self.valid = True
@@ -38,8 +40,10 @@ class ClassifyRecord:
         self.tiles = self.used = None  # the LRU after the last CTA
 
     def replays(self, residency) -> bool:
-        """Can a run over this (empty) residency replay the record? Complete, same L2 capacity."""
-        return self.complete and residency.capacity == self.capacity
+        """Can a run over this (empty) residency replay the record? Complete, same L2 capacity,
+        both warm (a same-buffer loop) or both cold."""
+        return (self.complete and residency.capacity == self.capacity
+                and getattr(residency, "warm", False) == self.warm)
 
 
 def _state(res) -> tuple:
@@ -72,6 +76,8 @@ class RecordedDispatch:
             if cta == rec.num_ctas - 1:
                 res._tiles = OrderedDict(rec.tiles)
                 res.used = rec.used
+                if rec.warm:
+                    res.warm_bytes = rec.warm_bytes
             return rec.hits[cta]
         if cta != len(rec.hits) or _state(res) != before:
             rec.valid = False
@@ -81,6 +87,8 @@ class RecordedDispatch:
             rec.after.append(_state(res))
             if cta == rec.num_ctas - 1:
                 rec.tiles, rec.used = OrderedDict(res._tiles), res.used
+                if rec.warm:
+                    rec.warm_bytes = res.warm_bytes
         return hits
 
     def finish(self) -> None:

@@ -310,6 +310,8 @@ class StreamingResidency:
 
     def classify(self, cta: int) -> CtaHits:
         res = self.residency
+        if res.warm:
+            return self._warm(cta)
         if self.short is not None and cta >= self.short[0]:
             res.misses += self.short[1]
             res.miss_bytes += self.short[2]
@@ -317,6 +319,18 @@ class StreamingResidency:
         res.misses += self.positions
         res.miss_bytes += self.bytes
         return self.hits
+
+    def _warm(self, cta: int) -> CtaHits:
+        """A same-buffer loop (memory.WarmResidency): every line is a first read, resident at the
+        launch's start (all hits, each its own reader) while the lines read so far fit."""
+        res = self.residency
+        short = self.short is not None and cta >= self.short[0]
+        n, nb, starts = (self.short[1], self.short[2], self.short[3].starts) if short else (
+            self.positions, self.bytes, self.starts)
+        res.first_reads(nb)
+        res.hits += n
+        res.hit_bytes += nb
+        return CtaHits(np.ones(n, dtype=bool), np.ones(n), starts)
 
 
 def _dense_ids(hidx: np.ndarray, coords: np.ndarray) -> np.ndarray:

@@ -35,15 +35,51 @@ cycle its last CTA exited into the period of that launch in such a loop:
    rate under mixed read/write traffic): launch2 store_16..32MiB rotated take 6.20..12.52 us, the
    model ~10-17% more.
 
-Not modelled: a loop over the same buffers (L2-warm inputs where they fit, stores hitting their
-own dirty lines); the simulator starts every launch with a cold L2, as the rotated records do.
+5. **A loop over the same buffers** (`same`: a naive benchmark loop, a training step re-reading its
+   weights, the one-SM cycle profiles of validation/cycle_profile.py): the previous identical
+   launch read the same tiles, so when the launch's distinct read footprint fits in the L2
+   residency (`spec.l2_bytes` x `timing.l2_effective_capacity_fraction`) every tile it reads is
+   resident at its start: its first read is an L2 hit (hit latency, no HBM fetch; then LRU as
+   usual), in both memory modes (memory.WarmResidency; the partitioned mode's dispatch-time
+   decisions, dispatch_residency.py). Simplification: a footprint beyond that capacity is timed
+   as `rotated` (a cold L2; LRU would keep part of it). The period is composed as `rotated`'s
+   (overhead, dispatch, store acknowledgement, carried write-back). Not modelled: stores hitting
+   the previous launch's own dirty lines (their write-back is charged as in a rotated loop).
+
+The default is `rotated`, a cold, clean L2 at the launch's start, as the rotated records measure.
 """
 
 from __future__ import annotations
 
-LOOPS = ("rotated", "single")
+LOOPS = ("rotated", "single", "same")
 """rotated: back to back over rotated buffers (the records' method; the default). single: the CTAs'
-cycles alone from an idle GPU, an empty clean L2 and no launch overhead (the engine's composition)."""
+cycles alone from an idle GPU, an empty clean L2 and no launch overhead (the engine's composition).
+same: back to back over the same buffers: as rotated, with the tiles the launch reads resident in
+L2 at its start when they fit (item 5 above)."""
+
+CLI_LOOPS = ("rotated", "same")
+"""The loops `hopsim simulate ... --loop` offers (single is the engine's internal composition)."""
+
+
+def warm_fields(warm: bool, footprint: int, capacity: int) -> dict:
+    """The result fields of a `same` loop: whether its reads were L2-resident at its start, the
+    distinct bytes it reads (a lower bound when they do not fit: the count stops there) and the
+    L2 residency's bytes."""
+    return {"loop": "same", "l2_warm": warm, "l2_read_footprint_bytes": int(footprint),
+            "l2_capacity_bytes": int(capacity)}
+
+
+def loop_note(extra: dict) -> str | None:
+    """The report line of a `same` loop (None for the other loops)."""
+    if extra.get("loop") != "same":
+        return None
+    fp, cap = extra["l2_read_footprint_bytes"], extra["l2_capacity_bytes"]
+    if extra["l2_warm"]:
+        return (f"loop over the same buffers: the {fp / 2**20:.3g} MiB it reads fit in the L2 residency "
+                f"({cap / 2**20:.3g} MiB = l2_bytes x l2_effective_capacity_fraction): L2-resident at the "
+                "launch's start (first reads hit)")
+    return (f"loop over the same buffers: it reads more than the L2 residency holds ({cap / 2**20:.3g} MiB "
+            "= l2_bytes x l2_effective_capacity_fraction): timed as the rotated loop (cold L2)")
 
 
 def overhead_cycles(gpu, sms_used: int) -> float:
@@ -83,7 +119,7 @@ def loop_cycles(exited: float, links, gpu, loop: str, num_ctas: int,
     stored = any(m.bytes_to_l2 for m in links)
     ended = max(float(exited), dispatch_cycles(gpu, num_ctas))
     done = max(ended + (float(gpu.timing.gmem_l2_latency_cycles.value) if stored else 0.0), writes_end)
-    work = max(done, carry_cycles(links)) if loop == "rotated" else done
+    work = max(done, carry_cycles(links)) if loop in ("rotated", "same") else done
     total = int(-(-(over + work) // 1))
     return total, {"launch_overhead_cycles": int(round(over)), "dispatch_bound_cycles": int(round(ended - exited)),
                    "store_ack_cycles": int(round(done - ended)),

@@ -26,7 +26,7 @@ from hopsim.functional.gmem import GlobalMemory
 from hopsim.result import SimResult
 from hopsim.timing.gpu import CtaScheduler, waves
 from hopsim.timing.linear_plan import LinearTilePlan
-from hopsim.timing.memory import MemorySystem, SharedPort
+from hopsim.timing.memory import L2Overflow, MemorySystem, SharedPort, WarmResidency
 from hopsim.timing.occupancy import occupancy
 from hopsim.timing.pipes import Jitter
 from hopsim.timing.sm import SM, CtaRun, _Consts
@@ -102,6 +102,9 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     plan_cache: a dict the caller keeps across simulations of one kernel and launch at several
     clocks (the clock solve): the tile plan and the dispatch arrays (memo.py) do not depend on the
     clock and are built once; reused only when kernel, launch and tensor maps are equal.
+    loop: the benchmark loop the launch is one of (timing/launch.py LOOPS): "rotated" (default: a
+    cold L2), "single" (the CTAs alone) or "same" (same buffers: the tiles it reads L2-resident at
+    its start when they fit, memory.WarmResidency; else timed as rotated, `L2Overflow`).
     trace_sms: with `trace`, the SMs whose units and warps are recorded (e.g. {0}: what the
     timeline picture draws; an SM class is recorded when its label SM is one of them, and a class
     split off it is a copy without the trace, fork.py), without the chip's L2/HBM
@@ -110,10 +113,11 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
     gpu = gpu or load_gpu()
     _check_modes(memory, memo, values, jitter_cycles, loop)
     gmem, make_executor, make_sample = _executors(kernel, launch, gmem, values, checks, executor_factory)
+    saved = gmem.snapshot() if loop == "same" and values and executor_factory is None else None  # (L2Overflow)
     grid = _Grid(gpu, launch, _occupancy_of(gpu, kernel, launch, regs_per_thread), make_executor,
                  trace=trace, jitter=Jitter(jitter_seed, jitter_cycles), wavefronts=bank_model or wavefronts_of,
                  memory=memory, memo=memo, max_cycles=max_cycles, max_cta_cycles=max_cta_cycles,
-                 trace_sms=trace_sms)
+                 trace_sms=trace_sms, warm=loop == "same")
     grid.plan(make_sample, plan_cache if executor_factory is None else None, (kernel, launch, gmem),
               classify=executor_factory is None)
     try:
@@ -130,6 +134,15 @@ def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = Fal
                        bank_model=bank_model, memory=memory, memo=False, max_cycles=max_cycles,
                        max_cta_cycles=max_cta_cycles, loop=loop, trace_sms=trace_sms)
         res.extra.update(memo=True, sm_memo=f"off: {e}")
+        return res
+    except L2Overflow as e:  # a same-buffer loop whose reads do not fit in L2: timed as rotated
+        if saved is not None:  # the stores of the abandoned run undone
+            gmem.restore(saved)
+        res = simulate(kernel, launch, gpu, values=values, trace=trace, gmem=gmem, checks=checks,
+                       flop_count=flop_count, regs_per_thread=regs_per_thread, executor_factory=executor_factory,
+                       bank_model=bank_model, memory=memory, memo=memo, max_cycles=max_cycles,
+                       max_cta_cycles=max_cta_cycles, plan_cache=plan_cache, loop="rotated", trace_sms=trace_sms)
+        res.extra.update(launch_mod.warm_fields(False, e.args[0], e.args[1]))
         return res
     return grid.result(kernel, values, flop_count, gmem, loop)
 
@@ -186,7 +199,7 @@ class _Grid:
     """
 
     def __init__(self, gpu, launch, occ, make_executor, *, trace, jitter, wavefronts, memory, memo, max_cycles,
-                 max_cta_cycles=None, trace_sms=None):
+                 max_cta_cycles=None, trace_sms=None, warm=False):
         self.gpu, self.launch, self.occ = gpu, launch, occ
         self.make_executor = make_executor
         self.trace, self.jitter, self.wavefronts = trace, jitter, wavefronts
@@ -199,6 +212,8 @@ class _Grid:
         self.env = simpy.Environment()
         self.memory = MemorySystem(gpu, trace=trace and self.trace_sms is None, jitter=jitter)
         self.memory.now = lambda: self.env.now
+        if warm:  # a launch of a loop over the same buffers: its reads are resident at its start
+            self.memory.residency = WarmResidency(self.memory.residency.capacity)
         self.consts = _Consts(gpu)
         self.sms: dict[int, SM] = {}
         self.agg = _Aggregate(trace)
@@ -245,7 +260,8 @@ class _Grid:
             kind = memo_mod.StreamingResidency if streaming else memo_mod.DispatchResidency
             self.dispatch = kind(self.tile_plan, self.memory.residency, self.num_ctas, slots)
         if key is not None:
-            cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch, record=None, classes=self.classes)
+            cache.update(key=key, plan=self.tile_plan, dispatch=self.dispatch, record=None, record_warm=None,
+                         classes=self.classes)
             self._record_dispatch(cache)
 
     def _record_dispatch(self, cache: dict) -> None:
@@ -253,9 +269,11 @@ class _Grid:
         at the others when that record is complete (dispatch_record.py)."""
         if not isinstance(self.dispatch, memo_mod.DispatchResidency):
             return
-        rec = cache.get("record")
-        if rec is None or not rec.replays(self.memory.residency):
-            rec = cache["record"] = dispatch_record.ClassifyRecord(self.num_ctas, self.memory.residency.capacity)
+        res = self.memory.residency
+        slot = "record_warm" if res.warm else "record"  # a same-buffer loop's decisions differ
+        rec = cache.get(slot)
+        if rec is None or not rec.replays(res):
+            rec = cache[slot] = dispatch_record.ClassifyRecord(self.num_ctas, res.capacity, res.warm)
         self.dispatch = dispatch_record.RecordedDispatch(self.dispatch, rec)
 
     def finish_dispatch(self) -> None:
@@ -451,6 +469,8 @@ class _Grid:
                    "bytes_hbm_written": int(round(sum(m.bytes_to_hbm for m in links))),
                    "bytes_l2_distinct": int(round(sum(m.bytes_l2_distinct for m in links))),
                    **added, "loop": loop,
+                   **(launch_mod.warm_fields(True, memory.residency.warm_bytes, memory.residency.capacity)
+                      if loop == "same" else {}),
                    "memo": bool(self.memo), "tile_plan": self.tile_plan is not None, **self.stats},
             trace=tr, machine=gmem,
         )

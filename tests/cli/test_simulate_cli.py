@@ -213,3 +213,21 @@ def test_ptx_bad_launch_is_one_line_exit_2(tmp_path, capsys, extra, must_say):
 def test_missing_kernel_file(capsys):
     assert main(["simulate", "no/such/kernel.ptx"]) == 2
     assert "an existing IR kernel file" in _one_error_line(capsys)
+
+
+def test_ptx_loop_same_reads_no_hbm_and_keeps_the_product(tmp_path, capsys):
+    """--loop same on an IR file (values run): its A and B tiles are L2-resident at the start (no
+    HBM read bytes), not slower, and the saved product is the rotated run's."""
+    src = tmp_path / "mainloop.ptx"
+    src.write_text(_doc_kernel())
+    out = {}
+    for loop in ("rotated", "same"):
+        assert main(["simulate", str(src), "--json", "--loop", loop, "--save",
+                     f"D_ptr={tmp_path / (loop + '.npy')}"] + _launch_args(4)) == 0
+        out[loop] = json.loads(capsys.readouterr().out)
+    assert out["same"]["extra"]["loop"] == "same" and out["same"]["extra"]["l2_warm"] is True
+    assert out["same"]["bytes_hbm"] == 0 < out["rotated"]["bytes_hbm"]
+    assert out["same"]["cycles"] <= out["rotated"]["cycles"]
+    assert np.array_equal(np.load(tmp_path / "same.npy"), np.load(tmp_path / "rotated.npy"))
+    assert main(["simulate", str(src), "--loop", "cold"] + _launch_args(4)) == 2
+    assert "loop" in _one_error_line(capsys)

@@ -95,7 +95,7 @@ def test_the_loop_adds_overhead_and_the_carried_writeback():
 def test_loop_names_are_checked():
     with pytest.raises(Exception, match="loop"):
         _period_us(KERNEL, 1, 32, [[("exit",)]], loop="warm")
-    assert launch_mod.LOOPS == ("rotated", "single")
+    assert launch_mod.LOOPS == ("rotated", "single", "same")
 
 
 def test_calibration_rules_reproduce_the_calibrated_fields():
