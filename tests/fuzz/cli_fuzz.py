@@ -61,6 +61,8 @@ KNOB_POOL = {
 LAYOUTS = ["(64,64):(64,1)", "(128,32):(32,1)", "(8,32):(64,1)", "(99999999,99999999):(1,1)",
            "((2,2),(2,2)):((1,2),(4,8))", "(", "(64,64):(64)", "(" * 10000, "(0,4):(1,1)", "(-1,4):(1,1)",
            "(64,64)", "64:1", "(" + HUGE + ",1):(1,1)", ""]
+#: --loop values: the two valid ones and hostile ones
+LOOPS = ["rotated", "same", "x", "", "SAME", HUGE]
 CLOCKS = ["sustained", "boost", "1500", "1980", "0", "-5", "nan", "inf", "1e9", HUGE, "x", ""]
 PATHS = ["out.png", "out.json", "t.json", "p.png", "", ".", "/proc/x.json", "/sys/x.png", "/dev/null",
          "a" * 300 + ".png", "nodir/x.png", "out.txt", "sub", "x.npy", "s.csv", "r.json", "/", "t.json\x00"]
@@ -196,6 +198,10 @@ def case_gemm(rng: random.Random) -> Case:
     if rng.random() < 0.1:
         argv += ["--jobs", rng.choice(["1", "0", "-1", "99999"])]
     if rng.random() < 0.1:
+        argv += ["--loop", rng.choice(LOOPS)]
+    if rng.random() < 0.05:
+        argv += ["--sm-clock", rng.choice(CLOCKS)]
+    if rng.random() < 0.1:
         argv.append(rng.choice(["--check", "--json", "--bogus", "--emit-ir"]))
     return Case(argv)
 
@@ -226,6 +232,8 @@ def case_ptx(rng: random.Random) -> Case:
             argv += [opt, rng.choice(pool)]
     if rng.random() < 0.1:
         argv += ["--clock", rng.choice(CLOCKS)]
+    if rng.random() < 0.1:
+        argv += ["--loop", rng.choice(LOOPS)]
     if "--block" not in argv and rng.random() < 0.8:
         argv += ["--block", "32"]
     if rng.random() < 0.2:
