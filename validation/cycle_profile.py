@@ -3,6 +3,7 @@
     python3 -m validation.cycle_profile --out DIR [--part 1/2] [--only N]   # on the GPU machine
     python3 -m validation.cycle_profile --list                               # anywhere
     python3 -m validation.cycle_profile --set worst17 --out DIR               # heldout17's worst, chip + one SM
+    python3 -m validation.cycle_profile --set nomma --out DIR                 # one-SM TMA issue, with / without wgmma
 
 Why: the H100 lowers its SM clock under heavy tensor load (1350-1980 MHz in our GEMM records), so
 a time in ms mixes what the simulator predicts (cycles) with power management (which it does not).
@@ -38,7 +39,7 @@ import time
 
 from kernels.params import GemmParams
 from validation import harness as H
-from validation.gemm_profile import analyse, compile_profile
+from validation.gemm_profile import NO_MMA_FLAGS, analyse, compile_profile
 from validation.gemm_runs import SINGLE, WS1, WS2
 from validation.provenance import device_provenance, write_record
 
@@ -101,6 +102,28 @@ def worst17_configurations(report: pathlib.Path = HELDOUT17_REPORT, worst: float
     return out
 
 
+def nomma_configurations() -> list[GemmParams]:
+    """`--set nomma`: the TMA issue question taken apart on one SM (M = BM, N = BN, K = 4096, 4
+    stages, L2-warm: one input set): 128x128 tiles, tn, 128B, every variant (single, ws1, ws2) x
+    issuer (lane, elect) x box rows (8, 32, 128), plus 32B-swizzle 8-row boxes (tn, and heldout17's
+    nn ws2 elect) for single/ws2 x lane/elect. Each is profiled twice: the normal profile build
+    and the build without wgmma.mma_async (GEMM_NO_MMA: the load pipeline, barriers and epilogue
+    alone), whose records are kind gemm_cycles_nomma."""
+    out = []
+    for base in (SINGLE, WS1, WS2):
+        for issuer in ("lane", "elect"):
+            for r in (8, 32, 128):
+                out.append(GemmParams(m=base.get("bm", 128), n=base.get("bn", 128), k=4096,
+                                      **{**base, "box_rows": r, "tma_issuer": issuer}))
+    for base in (SINGLE, WS2):
+        for issuer in ("lane", "elect"):
+            for layout in ("tn", "nn"):
+                out.append(GemmParams(m=base.get("bm", 128), n=base.get("bn", 128), k=4096,
+                                      **{**base, "box_rows": 8, "swizzle": "32B", "layout": layout,
+                                         "tma_issuer": issuer}))
+    return out
+
+
 def profile_one(p: GemmParams, compiled, warm_s: float = 0.25) -> dict:
     """Warm batch (about warm_s of launches), then the profile of the last launch."""
     import cupy as cp
@@ -147,12 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=pathlib.Path, default=RECORDS,
                     help="where the gemm records are (default validation/records/h100)")
     ap.add_argument("--budget", type=float, default=520.0, help="seconds; stops cleanly after")
-    ap.add_argument("--set", choices=("records", "one_sm", "worst17"), default="records",
+    ap.add_argument("--set", choices=("records", "one_sm", "worst17", "nomma"), default="records",
                     help="records: every configuration of the gemm records; one_sm: one CTA on one SM; "
-                         "worst17: heldout17's worst configurations, on the chip and on one SM")
+                         "worst17: heldout17's worst configurations, on the chip and on one SM; "
+                         "nomma: one-SM TMA issue configurations, with and without wgmma")
     args = ap.parse_args(argv)
     confs = {"records": lambda: configurations(args.records), "one_sm": one_sm_configurations,
-             "worst17": worst17_configurations}[args.set]()
+             "worst17": worst17_configurations, "nomma": nomma_configurations}[args.set]()
     k, n = (int(x) for x in args.part.split("/"))
     confs = confs[(k - 1) * len(confs) // n: k * len(confs) // n]
     if args.only:
@@ -165,14 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         ap.error("--out DIR is required to run")
 
+    # (configuration, extra nvcc flags, record kind): the nomma set also runs each configuration
+    # without wgmma.mma_async (records gemm_cycles_nomma)
+    jobs = [(p, (), "gemm_cycles") for p in confs]
+    if args.set == "nomma":
+        jobs = [j for p in confs for j in ((p, (), "gemm_cycles"), (p, NO_MMA_FLAGS, "gemm_cycles_nomma"))]
     t0 = time.time()
     with cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 8) as ex:
-        compiled = list(ex.map(compile_profile, confs))
-    print(f"compiled {len(confs)} in {time.time() - t0:.0f} s", flush=True)
+        compiled = list(ex.map(compile_profile, [j[0] for j in jobs], [None] * len(jobs), [j[1] for j in jobs]))
+    print(f"compiled {len(jobs)} in {time.time() - t0:.0f} s", flush=True)
     prov = device_provenance()
     args.out.mkdir(parents=True, exist_ok=True)
     done = 0
-    for p, comp in zip(confs, compiled):
+    for (p, flags, kind), comp in zip(jobs, compiled):
         if time.time() - t0 > args.budget:
             print(f"budget reached after {done} configurations", flush=True)
             break
@@ -187,13 +216,13 @@ def main(argv: list[str] | None = None) -> int:
         payload = {"params": p.to_dict(), "tag": p.tag, "grid": p.grid, "threads": p.threads,
                    "dynamic_smem_bytes": p.dynamic_smem_bytes, "registers": comp.registers,
                    "status": status, "method": "GEMM_PROFILE=1 clock64/%globaltimer per CTA, last "
-                   "launch of a warm batch", **res}
-        write_record("gemm_cycles", p.tag, payload, prov, args.out)
+                   "launch of a warm batch", "extra_nvcc_flags": list(flags), **res}
+        write_record(kind, p.tag, payload, prov, args.out)
         done += 1
-        print(f"{p.tag}: {res.get('kernel_cycles')} cycles at {res.get('clock_mhz') or 0:.0f} MHz, "
+        print(f"{kind} {p.tag}: {res.get('kernel_cycles')} cycles at {res.get('clock_mhz') or 0:.0f} MHz, "
               f"{res.get('event_ms') or 0:.4f} ms, ctas/SM seen {res.get('ctas_per_sm_seen')}",
               flush=True)
-    print(f"done {done} of {len(confs)} in {time.time() - t0:.0f} s")
+    print(f"done {done} of {len(jobs)} in {time.time() - t0:.0f} s")
     return 0
 
 

@@ -37,10 +37,15 @@ PROFILE_FLAGS = ("-DGEMM_PROFILE=1",)
 RING = 16
 
 
-def compile_profile(p: GemmParams, digest: str | None = None):
-    """The profile build of p (harness.compile_gemm with PROFILE_FLAGS, cached), or the exception."""
+#: the diagnostic build without wgmma.mma_async (kernels/cuda/gemm_sm90.cu GEMM_NO_MMA)
+NO_MMA_FLAGS = ("-DGEMM_NO_MMA=1",)
+
+
+def compile_profile(p: GemmParams, digest: str | None = None, extra: tuple = ()):
+    """The profile build of p (harness.compile_gemm with PROFILE_FLAGS and `extra`, cached), or the
+    exception."""
     try:
-        return compile_gemm(p, digest, extra_flags=PROFILE_FLAGS)
+        return compile_gemm(p, digest, extra_flags=PROFILE_FLAGS + tuple(extra))
     except Exception as e:  # noqa: BLE001  (reported per configuration)
         return e
 

@@ -28,6 +28,8 @@
 //                                the load path; ptxas issues the copies on the uniform path)
 //   GEMM_PROFILE             1 = a 4th argument receives per CTA {smid, clock64 start, end,
 //                                globaltimer start, end} (validation/cycle_profile.py); default 0
+//   GEMM_NO_MMA              1 = no wgmma.mma_async (a diagnostic build: the load pipeline, barriers
+//                                and epilogue alone; C is wrong); default 0
 //
 // Shared memory (dynamic, base rounded up to 1024 B so every swizzle atom is aligned):
 //   [A stage 0..S-1: BM x 64 each][B stage 0..S-1: BN x 64 each][epilogue slabs: 2 KB per warp]
@@ -107,6 +109,10 @@
 #ifndef GEMM_PROFILE
 #define GEMM_PROFILE 0   // 1: extra kernel argument, per-CTA clock64/%globaltimer/%smid record
 #endif
+#ifndef GEMM_NO_MMA
+#define GEMM_NO_MMA 0    // 1: a diagnostic build without the wgmma.mma_async (validation/cycle_profile.py
+                         //    --set nomma): the TMA/mbarrier pipeline and epilogue alone (wrong C)
+#endif
 
 #if GEMM_DTYPE == 0
 typedef __half elem_t;
@@ -169,7 +175,11 @@ __device__ __forceinline__ void mma(acc_t* d, uint64_t da, uint64_t db) {
 #endif
 #define WG_CAT2(a, b, c) a##b##_##c
 #define WG_CAT(a, b, c) WG_CAT2(a, b, c)
+#if GEMM_NO_MMA
+  (void)d; (void)da; (void)db;
+#else
   WG_CAT(wgmma_n, GEMM_BN, WG_SUFFIX)<TB>(d, da, db);
+#endif
 }
 
 // Tile coordinates of this CTA (row-major or grouped rasterisation).
