@@ -420,7 +420,7 @@ def _num(v: Any) -> float | None:
 
 def default_params(rows: Iterable[dict]) -> list[str]:
     """The parameter columns of sweep rows: the knobs of hopsim.sweep that the rows have."""
-    keys = set(default_point())
+    keys = set(default_point()) | {"loop"}  # loop: a knob only in the points that ask for one
     seen: dict = {}
     for r in rows:
         for k in r:

@@ -24,7 +24,8 @@ grid.yaml:
     base:  {m: 4096, n: 4096, k: 4096, variant: single}    # fixed knobs
     sweep: {stages: "1-6", tma_box_rows: [8, 64, 128], ctas_per_sm: [auto, 1]}
 
-The grid is the cartesian product of the `sweep` lists (the last knob varies fastest).
+The grid is the cartesian product of the `sweep` lists (the last knob varies fastest). `loop`
+(rotated | same) is a knob of every family that only the points asking for it carry.
 
 Running: `run_sweep(points, fn)` calls a picklable top-level `fn(point) -> dict` on every point
 with a local process pool (default), serially, or on an existing Dask cluster

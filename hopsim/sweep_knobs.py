@@ -11,7 +11,9 @@ simulates a point.
 The GEMM family (KNOBS, issue 4) keeps its points without a `family` key (its rows and files
 are as before); the others carry `family` (vecadd or copy, rowsum or softmax share a kernel
 builder). A knob's `kind`: "int" (one of `choices`), "posint" (1..`maximum`), "choice" (one of
-`choices`), "bool" (true/false), "tile" (BMxBNxBK, GEMM only).
+`choices`), "bool" (true/false), "tile" (BMxBNxBK, GEMM only). Every family also has `loop`
+(LOOP: rotated | same, the benchmark loop of hopsim/timing/launch.py), which is in a point only
+when asked for (a default point and its row have no `loop`: rotated).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Callable
 from hopsim import inputs
 from hopsim.config import GPUS
 from hopsim.gemm_sim import ROW_COLUMNS as GEMM_COLUMNS
+from hopsim.timing.launch import CLI_LOOPS
 from isa.errors import InputError
 from kernels.attention.params import HEAD_DIMS, KV_BLOCKS, MAX_Q_TILES, MAX_SEQ, VARIANTS, AttnParams
 from kernels.attention.params import MAX_STAGES as ATTN_STAGES
@@ -69,6 +72,12 @@ def gpu_names() -> tuple:
 
 
 GPU = Knob("gpu", "gpu", "choice", (), "GPU configuration")
+LOOP = Knob("loop", "loop", "choice", CLI_LOOPS,
+            "benchmark loop (hopsim/timing/launch.py): rotated (a cold L2) or same (the inputs L2-resident "
+            "when they fit)")
+"""The benchmark-loop knob of every family. Unlike the others it is not in a family's default point:
+a point without `loop` runs rotated and its row has no `loop` column (the rows of a sweep that does
+not ask for a loop stay as they were); a point given one carries it into its row."""
 
 #: The knobs of the GEMM family (issue 4's `simulate gemm` flags), in command-line order.
 KNOBS: tuple[Knob, ...] = (
@@ -90,7 +99,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("group_m", "group-m", "int", (1, 2, 4, 8, 16), "M-tiles per group (raster grouped)"),
     Knob("tma_issuer", "tma-issuer", "choice", ("lane", "elect"),
          "TMA copies issued by lane 0 (lane predicate / one thread) or by the elect.sync lane"),
-    GPU,
+    LOOP, GPU,
 )
 
 _THREADS = Knob("threads", "threads", "int", tuple(range(32, 1025, 32)), "threads per CTA")
@@ -99,12 +108,12 @@ MEMBOUND_KNOBS = (
     Knob("vec", "vec", "int", (1, 2, 4), "elements per thread access (4: float4)"),
     Knob("grid_stride", "grid-stride", "bool", help="grid-stride loop over n with --ctas CTAs"),
     Knob("ctas", "ctas", "posint", help="CTAs (grid-stride form; tmacopy: persistent CTAs)", maximum=2**31 - 1),
-    _THREADS, GPU)
+    _THREADS, LOOP, GPU)
 ROWWISE_KNOBS = (
     Knob("rows", "rows", "posint", help="rows (tmacopy: tensor rows)", maximum=MAX_ELEMENTS),
     Knob("cols", "cols", "posint", help="f32 elements per row (tmacopy: tensor columns)", maximum=MAX_COLS),
     Knob("mapping", "mapping", "choice", MAPPINGS, "warp (one warp per row) or cta (one CTA per row)"),
-    _THREADS, GPU)
+    _THREADS, LOOP, GPU)
 TMACOPY_KNOBS = (
     Knob("rows", "rows", "posint", help="tensor rows", maximum=MAX_ELEMENTS),
     Knob("cols", "cols", "posint", help="tensor columns, contiguous", maximum=MAX_ELEMENTS),
@@ -114,7 +123,7 @@ TMACOPY_KNOBS = (
     Knob("swizzle", "swizzle", "choice", ("none", "32B", "64B", "128B"), "TMA swizzle (tmacopy also none)"),
     Knob("stages", "stages", "int", tuple(range(1, TMA_STAGES + 1)), "shared-memory stages per CTA"),
     Knob("ctas", "ctas", "posint", help="persistent CTAs walking the tiles", maximum=TMA_MAX_CTAS),
-    GPU)
+    LOOP, GPU)
 ATTENTION_KNOBS = (
     Knob("seq", "seq", "posint", help="keys/values N, a multiple of --kv-block", maximum=MAX_SEQ),
     Knob("head_dim", "head-dim", "int", HEAD_DIMS, "d"),
@@ -124,7 +133,7 @@ ATTENTION_KNOBS = (
     Knob("variant", "variant", "choice", VARIANTS, "single (warp 0 also loads) or ws (a producer warp)"),
     Knob("out", "out-type", "choice", ("f32", "f16"), "output O: f32 (direct stores) or f16 (TMA store)"),
     Knob("overlap", "overlap", "bool", help="softmax of block j overlaps the P V of block j - 1"),
-    GPU)
+    LOOP, GPU)
 
 FAMILY_COLUMNS = ("cycles", "time_ms", "ctas_per_sm", "waves", "limiting", "bytes_hbm", "bytes_l2",
                   "bytes_stored", "bytes_hbm_written", "sim_wall_s", "clock_mhz", "time_ms_boost",

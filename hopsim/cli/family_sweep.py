@@ -1,7 +1,7 @@
 """The sweep function of the non-GEMM families (`hopsim sweep --family vecadd|copy|rowsum|softmax|
 tmacopy|attention`): simulate one point as `hopsim simulate <family>` does without data (timing
 only, partitioned memory, CTA memo; the clock solved by the power model at the point's `clock`:
-sustained, boost or MHz) and return a flat row (hopsim/sweep_knobs.py FAMILY_COLUMNS, and
+sustained, boost or MHz; the benchmark loop of the point's `loop`: rotated by default, or same) and return a flat row (hopsim/sweep_knobs.py FAMILY_COLUMNS, and
 gb_per_s / bytes_moved or tflops, busy_<unit>, wait_<role>_<reason>)."""
 
 from __future__ import annotations
@@ -26,21 +26,22 @@ SIMULATE = {MemParams: simulate_membound, RowParams: simulate_rowwise, TmaCopyPa
 """Params class -> its family's simulate function (hopsim/cli/*_cmd.py)."""
 
 
-def _runner(p, gpu):
+def _runner(p, gpu, loop: str):
     sim = SIMULATE[type(p)]
     if isinstance(p, AttnParams):
-        return lambda mhz, values=False, trace=False: sim(p, gpu, values=False, trace=trace, mhz=mhz)
-    return lambda mhz, **kw: sim(p, gpu, mhz=mhz, **kw)
+        return lambda mhz, values=False, trace=False: sim(p, gpu, values=False, trace=trace, mhz=mhz, loop=loop)
+    return lambda mhz, **kw: sim(p, gpu, mhz=mhz, loop=loop, **kw)
 
 
 def simulate_point(point: dict) -> dict:
-    """One point of a family sweep -> its row (the point's knobs are added by hopsim.sweep)."""
+    """One point of a family sweep -> its row (the point's knobs are added by hopsim.sweep); the
+    point's `loop` (rotated | same, default rotated) as `simulate <family> --loop`."""
     fam = family(point["family"])
     p = fam.check(point)
     gpu = load_gpu(point.get("gpu") or "h100_sxm")
     args = SimpleNamespace(clock=str(point.get("clock") or "sustained"), no_progress=True, trace=None, plot=None)
     t0 = time.perf_counter()
-    run = clocked_run(args, fam.name, _runner(p, gpu), gpu, values=False, tensor_cores=isinstance(p, AttnParams))
+    run = clocked_run(args, fam.name, _runner(p, gpu, point.get("loop") or "rotated"), gpu, values=False, tensor_cores=isinstance(p, AttnParams))
     return row(run, p, time.perf_counter() - t0)
 
 

@@ -43,10 +43,12 @@ GEMM_EXAMPLE = """examples:
   hopsim simulate gemm --m 256 --n 256 --k 256 --variant warp-specialized --check
   hopsim simulate gemm --tile 128x256x64 --variant ws --consumers 2 --json
   hopsim simulate gemm --m 256 --n 256 --k 256 --emit-ir > gemm.ptx   (the IR + its launch)
+  hopsim simulate gemm --m 512 --n 512 --k 4096 --stages 1-4 --loop rotated,same   (cold / warm L2)
 
 Any knob may be a list (8,64,128) or a range (1-6): each point is simulated and a table of time
 and speed-up against the first point is printed; --plot then draws the fastest point's timeline
-and --sweep-plot the time against the first swept knob."""
+and --sweep-plot the time against the first swept knob. --loop too: one value runs every point in
+that loop (a `loop: ...` header line), a list rotated,same sweeps both (a `loop` column)."""
 
 PTX_EXAMPLE = """examples:
   hopsim simulate kernel.ptx --grid 1 --block 128 --param KT=4 \\
@@ -90,6 +92,10 @@ def gemm_parser() -> argparse.ArgumentParser:
                 "bank conflicts.", epilog=GEMM_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = p.add_argument_group("knobs (a value, a list 8,64,128 or a range 1-6)")
     for kn in sweep.KNOBS:
+        if kn.name == "loop":  # the knobs group's --loop, with the same text as the other families'
+            g.add_argument("--loop", dest="knob_loop", metavar="rotated|same",
+                           help=LOOP_HELP + "; a list rotated,same sweeps both (a `loop` column)")
+            continue
         domain = kn.allowed if kn.name != "gpu" else "h100_sxm"
         extra = " (also warp-specialized)" if kn.name == "variant" else ""
         g.add_argument(f"--{kn.flag}", dest=f"knob_{kn.name}", metavar="V",
@@ -99,7 +105,6 @@ def gemm_parser() -> argparse.ArgumentParser:
                         "power model's limits, what a benchmark loop sees), boost (1980 MHz, a "
                         "single short launch) or MHz, the clock NVML reports (a tensor kernel's SMs "
                         "run at tensor_sm_clock_ratio x it, `hopsim config show`)")
-    g.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
     g.add_argument("--sm-clock", metavar="MHZ", type=str, default=None,
                    help="simulate with the SMs at exactly MHZ (a measured clock64 / %%globaltimer clock, "
                         "100..1980); replaces --clock; the reported clock is MHZ / tensor_sm_clock_ratio")
@@ -207,13 +212,12 @@ def run_gemm(argv: list[str]) -> int:
     grid = sweep.make_grid(sweep=overrides)
     sm_clock = None if args.sm_clock is None else inputs.bounded_float(
         "sm-clock", args.sm_clock, 100.0, 1980.0, "an SM clock in MHz")
-    loop = loop_of(args)
-    points = [{**p, "clock": clock, **({"sm_clock_mhz": sm_clock} if sm_clock else {}),
-               **({"loop": loop} if loop != "rotated" else {})} for p in grid.points()]
+    points = [{**p, "clock": clock, **({"sm_clock_mhz": sm_clock} if sm_clock else {})} for p in grid.points()]
     if args.emit_ir:
         return _emit_ir(grid, points, overrides)
     if len(points) == 1:
         params = gemm_sim.params_of(points[0])
+        loop = points[0].get("loop") or "rotated"  # --loop, checked as a knob (sweep_knobs.LOOP)
         inputs.gemm_limits(params, values=args.mode == "full" or args.check)
         gpu = load_gpu(points[0].get("gpu") or "h100_sxm")
         with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):

@@ -43,10 +43,11 @@ EXAMPLE = """examples:
   hopsim sweep --stages 1-8 --tile 128x256x64 --list                           # points only
   hopsim sweep --family softmax --rows 1024 --cols 1024-8192:1024 --mapping warp,cta --plot s.png
   hopsim sweep --family vecadd --n 1048576,8650752 --vec 1,4 --y gb_per_s --out v.csv
+  hopsim sweep --stages 1-4 --loop rotated,same        # cold L2 against inputs L2-resident (a loop column)
 
-grid.yaml:
+grid.yaml (keys: the knob flags below, - or _; loop: rotated | same, docs/guide/pipeline-depth.md 7):
   base:  {m: 4096, n: 4096, k: 4096, variant: single, ctas_per_sm: auto}
-  sweep: {stages: "1-6", tma_box_rows: [8, 64, 128], ctas_per_sm: [auto, 1]}
+  sweep: {stages: "1-6", tma_box_rows: [8, 64, 128], ctas_per_sm: [auto, 1], loop: [rotated, same]}
 
 knob values: a value (4), a list (8,64,128), a range (1-6), choices (auto,1), tiles (128x128x64).
 """
@@ -174,7 +175,8 @@ def _config_key(params: dict) -> str | None:
 
 
 def _at_record_clocks(points: list[dict], hw: list) -> dict[int, object]:
-    """Match points with hardware points (same configuration, gpu h100_sxm); a matched point gets
+    """Match points with hardware points (same configuration, gpu h100_sxm, loop rotated: the
+    records' loops rotate their buffers); a matched point gets
     `sm_clock_mhz` = the clock its record measured (the basis of `validate compare`).
     Returns {point index: HwPoint}."""
     index = {}
@@ -184,7 +186,9 @@ def _at_record_clocks(points: list[dict], hw: list) -> dict[int, object]:
             index.setdefault(key, hp)
     matched = {}
     for i, pt in enumerate(points):
-        hp = index.get(_config_key(pt)) if (pt.get("gpu") or "h100_sxm") == "h100_sxm" else None
+        # the records' benchmark loops rotate their buffers: a loop=same point has no record
+        same_setup = (pt.get("gpu") or "h100_sxm") == "h100_sxm" and (pt.get("loop") or "rotated") == "rotated"
+        hp = index.get(_config_key(pt)) if same_setup else None
         if hp is not None:
             matched[i] = hp
             if hp.sim_clock_mhz:
@@ -269,6 +273,21 @@ def _ratio(first, t, y: str) -> float | None:
     return first / t if y in LOWER_IS_BETTER else t / first
 
 
+LOOP_MEANING = {"rotated": "inputs rotated over sets larger than the L2: a cold L2 at each launch's start",
+                "same": "a loop over the same buffers: inputs L2-resident at the start when they fit"}
+"""The header line's gloss of each --loop value (hopsim/timing/launch.py)."""
+
+
+def loop_header(rows: list[dict], swept: list[str]) -> str:
+    """'loop: same (...)' when every row that has a `loop` has the same one and loop is not a
+    swept column (a sweep that asked for no loop has no `loop` in its rows: no line)."""
+    loops = {r["loop"] for r in rows if "loop" in r}
+    if "loop" in swept or len(loops) != 1:
+        return ""
+    (loop,) = loops
+    return f"loop: {loop} (every point; {LOOP_MEANING.get(loop, '')})\n"
+
+
 def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None, header: str = "") -> None:
     """Swept knobs, y, its speed-up against the first point (or ratio, for a column that is not a
     time or a rate), TFLOP/s, hardware columns, errors; `header` lines first."""
@@ -294,7 +313,7 @@ def print_table(rows: list[dict], grid: sweep.Grid, y: str, out=None, header: st
         table.append(vals)
     widths = [max(len(h), *(len(v[i]) for v in table)) if table else len(h)
               for i, h in enumerate(head)]
-    for line in header.splitlines():
+    for line in (loop_header(rows, knobs) + header).splitlines():
         print(line, file=out)
     print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), file=out)
     for v in table:

@@ -61,8 +61,11 @@ KNOB_POOL = {
 LAYOUTS = ["(64,64):(64,1)", "(128,32):(32,1)", "(8,32):(64,1)", "(99999999,99999999):(1,1)",
            "((2,2),(2,2)):((1,2),(4,8))", "(", "(64,64):(64)", "(" * 10000, "(0,4):(1,1)", "(-1,4):(1,1)",
            "(64,64)", "64:1", "(" + HUGE + ",1):(1,1)", ""]
-#: --loop values: the two valid ones and hostile ones
-LOOPS = ["rotated", "same", "x", "", "SAME", HUGE]
+#: --loop values: the two valid ones, the list that sweeps both, and hostile ones
+LOOPS = ["rotated", "same", "x", "", "SAME", HUGE, "rotated,same", "same,x", "1-2", ",", "same,same"]
+#: grid.yaml `loop` values (YAML as written): valid scalars and lists, hostile ones
+LOOP_YAML = ["rotated", "same", "[rotated, same]", "'rotated,same'", "warm", "''", "3", "null", "{a: 1}",
+             "[]", "[same, 3]", "[[same]]", "true", "'" + HUGE + "'"]
 CLOCKS = ["sustained", "boost", "1500", "1980", "0", "-5", "nan", "inf", "1e9", HUGE, "x", ""]
 PATHS = ["out.png", "out.json", "t.json", "p.png", "", ".", "/proc/x.json", "/sys/x.png", "/dev/null",
          "a" * 300 + ".png", "nodir/x.png", "out.txt", "sub", "x.npy", "s.csv", "r.json", "/", "t.json\x00"]
@@ -150,8 +153,11 @@ def grid_yaml(rng: random.Random) -> bytes:
     knobs = rng.sample(list(KNOB_POOL), rng.randint(0, 3))
     sweep = {k: rng.choice(KNOB_POOL[k] + INTS_HOSTILE[:6]) for k in knobs}
     base = {"m": rng.choice(SIZES_OK), "n": rng.choice(SIZES_OK), "k": rng.choice(SIZES_OK)}
-    body = "base: {" + ", ".join(f"{k}: '{v}'" for k, v in base.items()) + "}\n"
-    return (body + "sweep: {" + ", ".join(f"{k}: '{v}'" for k, v in sweep.items()) + "}\n").encode()
+    body = "base: {" + ", ".join(f"{k}: '{v}'" for k, v in base.items())
+    loop = rng.random()  # the loop key: in base (a single value), in sweep (one or a list), or not
+    body += (f", loop: {rng.choice(LOOP_YAML)}" if loop < 0.15 else "") + "}\n"
+    items = [f"{k}: '{v}'" for k, v in sweep.items()] + ([f"loop: {rng.choice(LOOP_YAML)}"] if loop > 0.7 else [])
+    return (body + "sweep: {" + ", ".join(items) + "}\n").encode()
 
 
 def trace_jsonl(rng: random.Random) -> bytes:
@@ -251,6 +257,8 @@ def case_sweep(rng: random.Random) -> Case:
         argv += ["--m", rng.choice(SIZES_OK[:2]), "--n", rng.choice(SIZES_OK[:2]), "--k", rng.choice(SIZES_OK[:2])]
     for flag in rng.sample(list(KNOB_POOL), rng.randint(0, 2)):
         argv += [f"--{flag}", rng.choice(KNOB_POOL[flag] + INTS_HOSTILE)]
+    if rng.random() < 0.2:
+        argv += ["--loop", rng.choice(LOOPS)]
     if rng.random() < 0.8:
         argv.append("--list")
     for opt, pool in (("--out", ["r.csv", "r.json", "", ".", "/proc/r.csv", "x.txt", "nodir/r.csv"]),
