@@ -8,10 +8,13 @@ option); a bad loop value is one error line and exit status 2."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
+from hopsim import sweep
 from hopsim.cli import main
+from hopsim.cli.sweep_cmd import _at_record_clocks
 
 SMALL = ["--m", "256", "--n", "256", "--k", "512"]
 SAME_KEYS = ("cycles", "time_ms", "clock_mhz", "sm_clock_mhz", "bytes_hbm", "bytes_l2", "power_w")
@@ -107,3 +110,13 @@ def test_bad_loop_grid_key_is_one_line_exit_2(capsys, tmp_path, text):
     grid.write_text(text + "\n")
     assert main(["sweep", "--grid", str(grid), "--list"]) == 2
     assert "loop" in _one_error_line(capsys)
+
+
+def test_compare_records_matches_only_rotated_points():
+    """The H100 records rotate their buffers: a loop=same point of the same configuration is not
+    matched with them (nor simulated at their clock); a rotated one, with or without `loop`, is."""
+    base = sweep.default_point()
+    hp = SimpleNamespace(params={k: v for k, v in base.items() if k != "gpu"}, sim_clock_mhz=1755.0)
+    points = [dict(base), {**base, "loop": "rotated"}, {**base, "loop": "same"}]
+    assert sorted(_at_record_clocks(points, [hp])) == [0, 1]
+    assert [p.get("sm_clock_mhz") for p in points] == [1755.0, 1755.0, None]
