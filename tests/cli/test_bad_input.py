@@ -10,6 +10,7 @@ import pytest
 
 from hopsim import inputs
 from hopsim.cli import main
+from tests.cli.one_line import one_error_line
 
 SPIN = """.kernel spin
 .reg .b32 %r<4>
@@ -37,14 +38,6 @@ COPY = """.kernel copy
     ld.param.u64 %rd0, [X];
     exit;
 """
-
-
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 @pytest.fixture
@@ -77,7 +70,7 @@ LAUNCH_BAD = [
 def test_launch_yaml_values_are_typed(kdir, capsys, text, must_say):
     (kdir / "l.yaml").write_text(text)
     assert main(["simulate", "copy.ptx", "--launch", "l.yaml", "--buffer", "X=zeros:f32:4"]) == 2
-    line = _one_line(capsys)
+    line = one_error_line(capsys)
     assert must_say in line
 
 
@@ -104,31 +97,31 @@ def test_launch_yaml_values_are_typed(kdir, capsys, text, must_say):
 def test_ptx_flags_are_bounded(kdir, capsys, argv, must_say):
     base = ["simulate", "copy.ptx", "--buffer", "X=zeros:f32:4", "--param", "n=1"]
     assert main(base + argv) == 2
-    assert must_say in _one_line(capsys)
+    assert must_say in one_error_line(capsys)
     assert sorted(p.name for p in kdir.iterdir()) == ["copy.ptx", "dead.ptx", "spin.ptx"]
 
 
 def test_non_utf8_kernel_file(kdir, capsys):
     (kdir / "bad.ptx").write_bytes(b".kernel k\n\xff\xfe exit;\n")
     assert main(["simulate", "bad.ptx"]) == 2
-    assert "UTF-8" in _one_line(capsys)
+    assert "UTF-8" in one_error_line(capsys)
 
 
 def test_an_endless_kernel_ends_by_default_as_a_livelock(kdir, capsys):
     assert main(["simulate", "spin.ptx", "--block", "32"]) == 2
-    line = _one_line(capsys)
+    line = one_error_line(capsys)
     assert "livelock" in line and "exceeded 102000 cycles" in line  # one CTA: 100000 + 1000 x 2 x 1
 
 
 def test_livelock_under_max_cycles_names_the_cap(kdir, capsys):
     assert main(["simulate", "spin.ptx", "--block", "32", "--max-cycles", "5000"]) == 2
-    assert "livelock" in (line := _one_line(capsys)) and "5000" in line
+    assert "livelock" in (line := one_error_line(capsys)) and "5000" in line
 
 
 @pytest.mark.parametrize("cap", [[], ["--max-cycles", "100000"]])
 def test_deadlock_is_a_deadlock_with_or_without_a_cap(kdir, capsys, cap):
     assert main(["simulate", "dead.ptx", "--block", "64"] + cap) == 2
-    assert "Deadlock" in _one_line(capsys)
+    assert "Deadlock" in one_error_line(capsys)
 
 
 def test_outputs_are_all_written_or_none(kdir, capsys, monkeypatch):
@@ -174,7 +167,7 @@ def test_outputs_are_written_when_all_succeed(kdir, capsys):
 ])
 def test_gemm_sizes_and_outputs_checked_first(kdir, capsys, argv, must_say):
     assert main(["simulate", "gemm"] + argv) == 2
-    assert must_say in _one_line(capsys)
+    assert must_say in one_error_line(capsys)
     assert not (kdir / "t.json").exists()
 
 
@@ -191,21 +184,21 @@ def test_huge_valid_gemm_allocates_no_data_in_timing_only_mode():
 
 def test_sweep_list_refuses_a_huge_product(capsys):
     assert main(["sweep", "--m", "1-100000", "--n", "1-100000", "--list"]) == 2
-    assert "at most 100000 points" in _one_line(capsys)
+    assert "at most 100000 points" in one_error_line(capsys)
 
 
 def test_sweep_grid_yaml_guarded(tmp_path, capsys):
     g = tmp_path / "g.yaml"
     g.write_text("sweep: " + "[" * 100000 + "]" * 100000)
     assert main(["sweep", "--grid", str(g), "--list"]) == 2
-    assert "nested at most" in _one_line(capsys)
+    assert "nested at most" in one_error_line(capsys)
 
 
 def test_corrupt_record_file_is_named(tmp_path, capsys):
     (tmp_path / "gemm__x.json").write_text('{"kind": "gemm", "params": ')
     assert main(["sweep", "--m", "512", "--n", "512", "--k", "512", "--compare-records", str(tmp_path),
                  "--executor", "serial", "--no-progress"]) == 2
-    assert "gemm__x.json" in _one_line(capsys)
+    assert "gemm__x.json" in one_error_line(capsys)
 
 
 def test_mem_budget_is_read_from_the_environment(monkeypatch):
@@ -236,7 +229,7 @@ def test_no_temp_file_is_left_when_a_staged_write_fails(tmp_path):
 def test_ir_immediates_are_checked(kdir, capsys, line, must_say):
     (kdir / "i.ptx").write_text(f".kernel k\n.reg .b32 %r<4>\n.reg .f32 %f<4>\n  {line}\n  exit;\n")
     assert main(["simulate", "i.ptx"]) == 2
-    out = _one_line(capsys)
+    out = one_error_line(capsys)
     assert must_say in out and "i.ptx:4" in out
 
 
@@ -247,7 +240,7 @@ def test_ir_immediates_are_checked(kdir, capsys, line, must_say):
 def test_ir_register_counts_are_bounded(kdir, capsys, decl, must_say):
     (kdir / "r.ptx").write_text(f".kernel k\n{decl}\n  exit;\n")
     assert main(["simulate", "r.ptx"]) == 2
-    assert must_say in _one_line(capsys)
+    assert must_say in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("argv, must_say", [
@@ -260,7 +253,7 @@ def test_desc_and_swizzle_numbers(capsys, argv, must_say):
     if argv[2] == "4000":
         assert code == 0 and "4000" in capsys.readouterr().out
         return
-    assert code == 2 and must_say in _one_line(capsys)
+    assert code == 2 and must_say in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("text, must_say", [
@@ -270,4 +263,4 @@ def test_desc_and_swizzle_numbers(capsys, argv, must_say):
 def test_bank_trace_json_edge_cases(tmp_path, capsys, text, must_say):
     (tmp_path / "t.jsonl").write_text(text + "\n")
     assert main(["bank-conflicts", "--trace", str(tmp_path / "t.jsonl")]) == 2
-    assert must_say in _one_line(capsys)
+    assert must_say in one_error_line(capsys)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hopsim.cli import build_parser, main
+from tests.cli.one_line import one_error_line
 
 DOC_IR = pathlib.Path(__file__).resolve().parents[2] / "docs" / "ir.md"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -29,14 +30,6 @@ def _launch_args(k_tiles: int = 4) -> list[str]:
             "--buffer", f"A=random:f16:64x{k}:1", "--buffer", f"B=random:f16:128x{k}:2",
             "--buffer", "D_ptr=zeros:f32:64x128",
             "--tensor-map", "tmapA=A:64x64:128B", "--tensor-map", "tmapB=B:64x128:128B"]
-
-
-def _one_error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 # ----------------------------------------------------------------------------- --help everywhere
@@ -73,7 +66,7 @@ def test_unknown_flag_is_named_by_its_command(argv, names, capsys):
     with pytest.raises(SystemExit) as ex:
         main(argv)
     assert ex.value.code == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert line.startswith(names) and "--bogus" in line and f"'{names} --help'" in line
 
 
@@ -131,7 +124,7 @@ def test_gemm_sweep_table_and_plot(tmp_path, capsys):
 ])
 def test_gemm_bad_input_one_line_exit_2(argv, must_say, capsys):
     assert main(["simulate", "gemm"] + argv) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert line.startswith("hopsim: error:") and must_say in line
 
 
@@ -192,7 +185,7 @@ def _edit(tmp_path, old: str, new: str) -> pathlib.Path:
 def test_ptx_bad_kernels_are_one_line_exit_2(tmp_path, capsys, old, new, must_say):
     p = _edit(tmp_path, old, new)
     assert main(["simulate", str(p), "--no-progress"] + _launch_args(2)) == 2
-    assert re.search(must_say, _one_error_line(capsys))
+    assert re.search(must_say, one_error_line(capsys))
 
 
 @pytest.mark.parametrize("extra, must_say", [
@@ -207,12 +200,12 @@ def test_ptx_bad_kernels_are_one_line_exit_2(tmp_path, capsys, old, new, must_sa
 def test_ptx_bad_launch_is_one_line_exit_2(tmp_path, capsys, extra, must_say):
     (tmp_path / "k.ptx").write_text(_doc_kernel())
     assert main(["simulate", str(tmp_path / "k.ptx")] + _launch_args(2) + extra) == 2
-    assert must_say in _one_error_line(capsys)
+    assert must_say in one_error_line(capsys)
 
 
 def test_missing_kernel_file(capsys):
     assert main(["simulate", "no/such/kernel.ptx"]) == 2
-    assert "an existing IR kernel file" in _one_error_line(capsys)
+    assert "an existing IR kernel file" in one_error_line(capsys)
 
 
 def test_ptx_loop_same_reads_no_hbm_and_keeps_the_product(tmp_path, capsys):
@@ -230,4 +223,4 @@ def test_ptx_loop_same_reads_no_hbm_and_keeps_the_product(tmp_path, capsys):
     assert out["same"]["cycles"] <= out["rotated"]["cycles"]
     assert np.array_equal(np.load(tmp_path / "same.npy"), np.load(tmp_path / "rotated.npy"))
     assert main(["simulate", str(src), "--loop", "cold"] + _launch_args(4)) == 2
-    assert "loop" in _one_error_line(capsys)
+    assert "loop" in one_error_line(capsys)

@@ -15,6 +15,7 @@ import pytest
 from hopsim import sweep
 from hopsim.cli import main
 from hopsim.cli.sweep_cmd import _at_record_clocks
+from tests.cli.one_line import one_error_line
 
 SMALL = ["--m", "256", "--n", "256", "--k", "512"]
 SAME_KEYS = ("cycles", "time_ms", "clock_mhz", "sm_clock_mhz", "bytes_hbm", "bytes_l2", "power_w")
@@ -27,14 +28,6 @@ def _json(capsys, argv: list[str]):
 
 def _single(capsys, stages: int, loop: str) -> dict:
     return _json(capsys, ["simulate", "gemm", *SMALL, "--stages", str(stages), "--loop", loop, "--json"])
-
-
-def _one_error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def _same_numbers(row: dict, single: dict) -> None:
@@ -99,7 +92,7 @@ def test_family_sweep_honours_loop(capsys):
 ])
 def test_bad_loop_flag_is_one_line_exit_2(capsys, argv):
     assert main(argv) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert "loop" in line and "rotated" in line and "same" in line
 
 
@@ -109,7 +102,7 @@ def test_bad_loop_grid_key_is_one_line_exit_2(capsys, tmp_path, text):
     grid = tmp_path / "g.yaml"
     grid.write_text(text + "\n")
     assert main(["sweep", "--grid", str(grid), "--list"]) == 2
-    assert "loop" in _one_error_line(capsys)
+    assert "loop" in one_error_line(capsys)
 
 
 def test_compare_records_matches_only_rotated_points():
