@@ -176,4 +176,4 @@ def test_cli_loop_same_reports_the_mode_and_bad_values_exit_2():
     bad = _cli("gemm", "--loop", "warm")
     assert bad.returncode == 2 and bad.stdout == ""
     lines = bad.stderr.strip().splitlines()
-    assert len(lines) == 1 and "loop" in lines[0] and "warm" in lines[0] and "rotated or same" in lines[0]
+    assert len(lines) == 1 and "loop" in lines[0] and "warm" in lines[0] and "rotated, same" in lines[0]
