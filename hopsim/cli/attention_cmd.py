@@ -20,7 +20,7 @@ import numpy as np
 from hopsim import inputs
 from hopsim.attention import error_bound, read_output, reference, setup_attention
 from hopsim.cli import _Parser
-from hopsim.cli.family_run import LOOP_HELP, loop_notes, loop_of
+from hopsim.cli.family_run import add_loop_argument, loop_notes, loop_of
 from hopsim.config import load_gpu
 from hopsim.plots import plot_timeline
 from hopsim.power.model import Events, PowerModel
@@ -64,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock: sustained (default), boost (1980 MHz) or MHz")
     p.add_argument("--gpu", default="h100_sxm", help="h100_sxm")
-    p.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
+    add_loop_argument(p)
     p.add_argument("--json", action="store_true", help="one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
     p.add_argument("--plot", metavar="FILE.png", help="timeline picture")

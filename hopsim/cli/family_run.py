@@ -32,10 +32,17 @@ LOOP_HELP = ("the benchmark loop the launch is one of: rotated (default; inputs 
              "larger footprint is timed as rotated)")
 
 
+def add_loop_argument(p, dest: str = "loop", more_help: str = "") -> None:
+    """The `--loop rotated|same` option of every `simulate` command (LOOP_HELP + `more_help`)."""
+    p.add_argument("--loop", dest=dest, default="rotated" if dest == "loop" else None, metavar="rotated|same",
+                   help=LOOP_HELP + more_help)
+
+
 def loop_of(args) -> str:
-    """--loop, checked: rotated or same (hopsim/timing/launch.py CLI_LOOPS)."""
+    """--loop, checked: one of hopsim/timing/launch.py CLI_LOOPS (the wording of the sweep knob's
+    check, hopsim/sweep_knobs.py LOOP: a bad value reads the same in every command)."""
     if args.loop not in launch_loops.CLI_LOOPS:
-        raise InputError("loop", args.loop, " or ".join(launch_loops.CLI_LOOPS))
+        raise InputError("loop", args.loop, "one of " + ", ".join(launch_loops.CLI_LOOPS))
     return args.loop
 
 
@@ -106,5 +113,5 @@ def bandwidth_gbs(bytes_moved: int, res) -> float:
     return bytes_moved / (res.time_ms * 1e-3) / 1e9 if res.time_ms > 0 else 0.0
 
 
-__all__ = ["LOOP_HELP", "ClockedRun", "bandwidth_gbs", "check_output_paths", "clocked_run", "loop_notes", "loop_of",
+__all__ = ["LOOP_HELP", "ClockedRun", "add_loop_argument", "bandwidth_gbs", "check_output_paths", "clocked_run", "loop_notes", "loop_of",
            "write_outputs"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from hopsim import gemm_sim, inputs, sweep
 from hopsim.cli import _Parser, attention_cmd, launch, membound_cmd, missing_command, rowwise_cmd, sweep_cmd, tmacopy_cmd
-from hopsim.cli.family_run import LOOP_HELP, loop_notes, loop_of
+from hopsim.cli.family_run import add_loop_argument, loop_notes, loop_of
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
@@ -93,8 +93,7 @@ def gemm_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("knobs (a value, a list 8,64,128 or a range 1-6)")
     for kn in sweep.KNOBS:
         if kn.name == "loop":  # the knobs group's --loop, with the same text as the other families'
-            g.add_argument("--loop", dest="knob_loop", metavar="rotated|same",
-                           help=LOOP_HELP + "; a list rotated,same sweeps both (a `loop` column)")
+            add_loop_argument(g, dest="knob_loop", more_help="; a list rotated,same sweeps both (a `loop` column)")
             continue
         domain = kn.allowed if kn.name != "gpu" else "h100_sxm"
         extra = " (also warp-specialized)" if kn.name == "variant" else ""
@@ -310,7 +309,7 @@ def ptx_parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock (default sustained: the power model's clock under the limit; "
                         "tensor energy taken as f16 x f16 -> f32, random data)")
-    p.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
+    add_loop_argument(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--trace", metavar="FILE.json")
     p.add_argument("--plot", metavar="FILE.png")

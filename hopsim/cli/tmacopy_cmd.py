@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from hopsim.cli import _Parser
-from hopsim.cli.family_run import (LOOP_HELP, bandwidth_gbs, check_output_paths, clocked_run, loop_notes, loop_of,
+from hopsim.cli.family_run import (add_loop_argument, bandwidth_gbs, check_output_paths, clocked_run, loop_notes, loop_of,
                                     write_outputs)
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--clock", default="sustained", metavar="sustained|boost|MHZ",
                    help="SM clock: sustained (default), boost (1980 MHz) or MHz")
     p.add_argument("--gpu", default="h100_sxm", help="h100_sxm")
-    p.add_argument("--loop", default="rotated", metavar="rotated|same", help=LOOP_HELP)
+    add_loop_argument(p)
     p.add_argument("--check", action="store_true", help=f"with data, compare out with in (tensor <= {CHECK_LIMIT} B)")
     p.add_argument("--json", action="store_true", help="one JSON object")
     p.add_argument("--trace", metavar="FILE.json", help="write the Perfetto / Chrome trace")
