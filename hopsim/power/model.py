@@ -41,7 +41,7 @@ PJ = 1e-12
 #: the excess power of a TMA-fed tensor launch grows as (its L2 -> SM byte rate)^FED_L2_EXPONENT
 FED_L2_EXPONENT = 2
 #: Events fields that are not event counts (never scaled by `Events.scaled`)
-NOT_COUNTS = ("variant", "sm_fraction", "zero_data", "chip_sms")
+NOT_COUNTS = ("variant", "sm_fraction", "zero_data")
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,6 @@ class Events:
     instructions: float = 0.0
     sm_fraction: float = 1.0              # SMs the launch used / SMs of the chip
     zero_data: bool = False               # all-zero tensor operands (the records' zero points only)
-    chip_sms: int = 132                   # the SMs sm_fraction is a fraction of (H100 SXM5: 132)
 
     @classmethod
     def from_result(cls, res: Any, variant: str = "f16f32", num_sms: int = 132) -> "Events":
@@ -73,7 +72,7 @@ class Events:
                    l2_bytes=loaded + float(res.bytes_stored), l2_shared_bytes=max(0.0, loaded - distinct),
                    hbm_read_bytes=float(res.bytes_hbm), hbm_write_bytes=float(res.bytes_stored),
                    smem_wavefronts=float(res.smem_wavefronts), instructions=insts,
-                   sm_fraction=min(1.0, max(0.0, res.sms_used / num_sms)), chip_sms=int(num_sms))
+                   sm_fraction=min(1.0, max(0.0, res.sms_used / num_sms)))
 
     @property
     def l2_distinct_bytes(self) -> float:

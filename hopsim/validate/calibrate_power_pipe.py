@@ -86,7 +86,7 @@ def run_points(records: list[dict], model: PowerModel, run: str) -> list[dict]:
     for j, r in enumerate(ran[1:-1], 1):
         rt, n = _rates(r), int(r["ctas"])
         ev = Events(tensor_flops=float(rt["wgmma"]) * WGMMA_FLOP, l2_bytes=float(rt["bytes"]),
-                    sm_fraction=min(1.0, n / CHIP_SMS), chip_sms=CHIP_SMS)
+                    sm_fraction=min(1.0, n / CHIP_SMS))
         mhz = _steady(r, "sm_mhz")
         parts = model.power_w(mhz, ev, 1.0) - model.fed_l2_w(ev)    # the model without the term
         drift = i0 + (i1 - i0) * j / (len(ran) - 1) - idle_model
@@ -121,17 +121,13 @@ def _fed(ev: Events) -> bool:
     return ev.l2_bytes > 0 and ev.tensor_flops > 0
 
 
-def _per_sm(ev: Events, what: float) -> float:
-    return what / (ev.sm_fraction * ev.chip_sms)
-
-
-#: one-coefficient candidates (value per W of coefficient, of the event rates per second): the
-#: model's form first; the others are reported by `form_scan` for the guide
+#: one-coefficient candidates (value per W of coefficient, of a point's event rates per second and
+#: its SMs `n`): the model's form first; the others are reported by `form_scan` for the guide
 FORMS = {
-    "chip L2 TB/s ^2": lambda ev, e: (ev.l2_distinct_bytes / 1e12) ** e,
-    "N x (L2 100 GB/s per SM)^2": lambda ev, e: ev.sm_fraction * ev.chip_sms * (_per_sm(ev, ev.l2_bytes) / 1e11) ** e,
-    "N x (TFLOP/s per SM)^2": lambda ev, e: ev.sm_fraction * ev.chip_sms * (_per_sm(ev, ev.tensor_flops) / 1e12) ** e,
-    "chip L2 TB/s x PFLOP/s": lambda ev, e: (ev.l2_bytes / 1e12) * (ev.tensor_flops / 1e15),
+    "chip L2 TB/s ^2": lambda ev, n, e: (ev.l2_distinct_bytes / 1e12) ** e,
+    "N x (L2 100 GB/s per SM)^2": lambda ev, n, e: n * (ev.l2_bytes / n / 1e11) ** e,
+    "N x (TFLOP/s per SM)^2": lambda ev, n, e: n * (ev.tensor_flops / n / 1e12) ** e,
+    "chip L2 TB/s x PFLOP/s": lambda ev, n, e: (ev.l2_bytes / 1e12) * (ev.tensor_flops / 1e15),
     "chip L2 TB/s ^2 x v(f)^2": None,            # needs the clock: `_column`
 }
 MODEL_FORM = "chip L2 TB/s ^2"
@@ -143,7 +139,7 @@ def _column(p: dict, form: str, exponent: float, model: PowerModel | None) -> fl
         return 0.0
     if form == "chip L2 TB/s ^2 x v(f)^2":
         return (ev.l2_distinct_bytes / 1e12) ** exponent * model.voltage(p["mhz"]) ** 2
-    return FORMS[form](ev, exponent)
+    return FORMS[form](ev, p["sms"], exponent)
 
 
 def term_column(p: dict, exponent: float = FED_L2_EXPONENT) -> float:
@@ -204,7 +200,7 @@ def capped_clocks(pts: list[dict], model: PowerModel, coef: float) -> list[dict]
         solved = model.v["clock_min_mhz"]
         for f in sorted(model.supported_clocks(), reverse=True):
             ev = p["events"].scaled(f / p["mhz"])
-            pw = model.power_w(f, ev, 1.0) - model.fed_l2_w(ev) + coef * term_column({"events": ev}) + p["drift_w"]
+            pw = model.power_w(f, ev, 1.0) - model.fed_l2_w(ev) + coef * term_column({**p, "events": ev}) + p["drift_w"]
             if pw <= model.limit_w:
                 solved = f
                 break
