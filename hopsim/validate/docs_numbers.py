@@ -253,7 +253,7 @@ def heldout() -> str:
 
 #: The later held-out sets (kind, report folder, what it holds), in the order measured; a set
 #: without a committed report (not compared yet) is left out. "sweeps": issue 14's design
-#: (hopsim.validate.heldout --set heldout14 .. heldout18, compare.json); "portfolio": the memory-bound
+#: (hopsim.validate.heldout --set heldout14 .. heldout19, compare.json); "portfolio": the memory-bound
 #: families (hopsim.validate.portfolio_compare, portfolio.json).
 LATER_SETS = (
     ("sweeps", "heldout14", "issue 14"),
@@ -268,6 +268,7 @@ LATER_SETS = (
     ("sweeps", "heldout16", "issues 14-16 (fourth GEMM set, seed 1620261124)"),
     ("sweeps", "heldout17", "issues 14-17 (fifth GEMM set, seed 1720261124)"),
     ("sweeps", "heldout18", "issues 13-18 (sixth GEMM set, seed 1820261124)"),
+    ("sweeps", "heldout19", "issues 13-19 (seventh GEMM set, seed 1920261124)"),
 )
 
 
