@@ -120,3 +120,22 @@ def test_the_high_rate_points_are_their_own_selection():
     assert all(p["kw"]["reuse"] == 2 and p["kw"]["period"] == 0 for p in sel)
     assert not any(p["name"].startswith(("pipe2_", "pipe2ladder_")) for p in sel)
     assert run.main(["--plan", "--only", "pipe2hi_,idle_after", "--budget-s", "120"]) == 0
+
+
+def test_the_shared_source_points_come_in_pairs(capsys):
+    """Each shared-source point runs spread (every SM its own data, as every earlier pipe run) and
+    same (every SM the same addresses) back to back, under --only pipe2sh_ alone; the kernel's
+    stride parameter replaces the constant the earlier runs used (7919), so they are unchanged."""
+    sel = [p for p in run.selectable() if p["name"].startswith("pipe2sh_")]
+    assert len(sel) == 2 * len(pipe2.SHARED_POINTS)
+    for a, b in zip(sel[::2], sel[1::2]):
+        assert a["kw"]["spread"] == pipe2.SPREAD and b["kw"]["spread"] == 0
+        assert {k: v for k, v in a["kw"].items() if k != "spread"} == {k: v for k, v in b["kw"].items() if k != "spread"}
+        assert a["name"].replace("_spread_", "_same_") == b["name"]
+    assert pipe2.SPREAD == 7919
+    assert not any(p["name"].startswith("pipe2sh_") for p in run.plan())
+    assert all("spread" not in p["kw"] for p in pipe2.plan() if not p["name"].startswith("pipe2sh_"))
+    src = benches.SOURCES["power_light"].read_text()
+    assert src.count("(unsigned long long)spread * PIPE_STAGE") == 3
+    assert run.main(["--plan", "--only", "pipe2sh_,idle_after", "--budget-s", "170"]) == 0
+    assert "planned" in capsys.readouterr().out

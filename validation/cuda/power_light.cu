@@ -296,7 +296,10 @@ extern "C" __global__ void churn(unsigned int sleep_ns) {
 //   4 baronly  handshakes only (no TMA, no wgmma)
 // reuse (1 or 2): the consumer issues reuse x 4 wgmma per stage (bytes per wgmma / reuse). period: the
 // producer (and in nobar the consumer too) starts at most one stage per `period` SM cycles
-// (clock64; 0 = as fast as the pipe goes). counts[0] wgmma, [1] TMA bytes of the loop, [2] TMA
+// (clock64; 0 = as fast as the pipe goes). spread: CTA b starts reading at b x spread x 40 KB (mod the
+// buffer): 7919 (every run before the seventh session) = every SM on its own data; 0 = every SM
+// reads the same addresses in the same order (the shared-source points, pipe2.SHARED_POINTS).
+// counts[0] wgmma, [1] TMA bytes of the loop, [2] TMA
 // requests, [3] mbarrier arrives (instructions), [4] mbarrier waits (per waiting warp; the
 // consumer warps count one each), [5] stages consumed (consumer iterations).
 constexpr int P2_FULL = 0, P2_NOTMA = 1, P2_NOWGMMA = 2, P2_NOBAR = 3;  // 4 = baronly (neither TMA nor wgmma)
@@ -337,10 +340,10 @@ __device__ __forceinline__ void p2_bar_sync_consumers() { asm volatile("bar.sync
 __device__ void p2_producer(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts,
                             uint64_t* full, uint64_t* empty, volatile int* stopf, uint32_t base,
                             unsigned long long duration_ns, uint32_t req_bytes, int stages, bool tma,
-                            long long period) {
+                            long long period, unsigned int spread) {
   const unsigned long long t0 = sm90::globaltimer_ns();
   const uint32_t n_req = PIPE_STAGE / req_bytes;
-  unsigned long long off = (blockIdx.x * 7919ull * PIPE_STAGE) % buf_bytes;
+  unsigned long long off = (blockIdx.x * (unsigned long long)spread * PIPE_STAGE) % buf_bytes;
   unsigned long long bytes = 0, reqs = 0, arrives = 0, waits = 0;
   long long next = clock64();
 #pragma unroll 1
@@ -383,10 +386,10 @@ __device__ void p2_producer(const uint8_t* buf, unsigned long long buf_bytes, un
 // never coupled to the consumer; drains every copy in flight before it returns.
 __device__ void p2_stream(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts,
                           uint64_t* bar, uint32_t dst, unsigned long long duration_ns, uint32_t req_bytes,
-                          int stages, long long period) {
+                          int stages, long long period, unsigned int spread) {
   const unsigned long long t0 = sm90::globaltimer_ns();
   const uint32_t n_req = PIPE_STAGE / req_bytes;
-  unsigned long long off = (blockIdx.x * 7919ull * PIPE_STAGE) % buf_bytes;
+  unsigned long long off = (blockIdx.x * (unsigned long long)spread * PIPE_STAGE) % buf_bytes;
   unsigned long long bytes = 0, reqs = 0, arrives = 0, waits = 0;
   long long next = clock64();
   int it = 0;
@@ -423,7 +426,7 @@ __device__ void p2_stream(const uint8_t* buf, unsigned long long buf_bytes, unsi
 extern "C" __global__ void __launch_bounds__(160, 1)
     pipe2(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts, unsigned int* smids,
           float* sink, unsigned long long duration_ns, unsigned int req_bytes, int stages, int mode, int reuse,
-          long long period) {
+          long long period, unsigned int spread) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full[PIPE_MAX_STAGES], empty[PIPE_MAX_STAGES], init_bar;
   __shared__ volatile int stopf[PIPE_MAX_STAGES];
@@ -447,15 +450,16 @@ extern "C" __global__ void __launch_bounds__(160, 1)
     if (threadIdx.x != 128) return;
     if (prefill) {  // the consumer's S stages, once (random data; not counted)
       const uint32_t fill = stages * PIPE_STAGE, ib = sm90::smem_u32(&init_bar);
-      const unsigned long long off = (blockIdx.x * 7919ull * PIPE_STAGE) % (buf_bytes - fill);
+      const unsigned long long off = (blockIdx.x * (unsigned long long)spread * PIPE_STAGE) % (buf_bytes - fill);
       sm90::mbar_arrive_expect_tx(ib, fill);
       for (uint32_t i = 0; i < fill / 8192; ++i) bulk_g2s(base + i * 8192, buf + off + i * 8192, 8192, ib);
     }
     if (mode == P2_NOBAR)
-      p2_stream(buf, buf_bytes, counts, full, base + stages * PIPE_STAGE, duration_ns, req_bytes, stages, period);
+      p2_stream(buf, buf_bytes, counts, full, base + stages * PIPE_STAGE, duration_ns, req_bytes, stages, period,
+                spread);
     else
       p2_producer(buf, buf_bytes, counts, full, empty, stopf, base, duration_ns, req_bytes, stages,
-                  mode == P2_FULL || mode == P2_NOWGMMA, period);
+                  mode == P2_FULL || mode == P2_NOWGMMA, period, spread);
     return;
   }
   if (prefill) sm90::mbar_wait(sm90::smem_u32(&init_bar), 0);

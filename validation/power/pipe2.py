@@ -39,6 +39,9 @@ MAX_STAGES = 4                  # PIPE_MAX_STAGES in power_light.cu
 SMEM_LIMIT = 227 * 1024         # H100 dynamic shared memory per CTA (opt-in maximum)
 THREADS = 160                   # one consumer warpgroup + the producer warp
 POINT_S = light.POINT_S
+#: CTA b starts reading the 8 MB source at b x SPREAD x 40 KB (mod its size): every SM on its own data
+#: (every run before the seventh session); 0 = every SM reads the same addresses (SHARED_POINTS)
+SPREAD = 7919
 PERIOD = 2400                   # SM cycles per stage: 4 wgmma (~512 cycles) = ~21% tensor duty,
                                 # 40 KB / 2400 cycles = 4.5 TB/s on 132 SMs at 1980 MHz
 
@@ -86,8 +89,9 @@ def stage_cycles(res: dict, ctas: int) -> dict:
 
 
 def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse: int = 1, period: int = 0,
-                sms: int | None = None, launch_s: float = 0.2) -> dict:
-    """`sms` CTAs (default: every SM, one each) of the pipe in `mode` (see the module docstring)."""
+                sms: int | None = None, launch_s: float = 0.2, spread: int = SPREAD) -> dict:
+    """`sms` CTAs (default: every SM, one each) of the pipe in `mode` (see the module docstring);
+    `spread` SPREAD: every CTA reads its own data, 0: every CTA reads the same addresses."""
     import cupy as cp  # noqa: PLC0415
 
     check(mode, req_bytes, stages, reuse, period, sms)
@@ -99,10 +103,11 @@ def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse
     smids = cp.zeros(n, dtype=cp.uint32)
     sink = cp.zeros(256, dtype=cp.float32)
     args = (buf, np.uint64(buf.size), counts, smids, sink, np.uint64(int(launch_s * 1e9)), np.uint32(req_bytes),
-            np.int32(stages), np.int32(MODES[mode]), np.int32(reuse), np.int64(period))
+            np.int32(stages), np.int32(MODES[mode]), np.int32(reuse), np.int64(period), np.uint32(spread))
     call = lambda: fn((n,), (THREADS,), args, shared_mem=smem)  # noqa: E731
     res = benches.measured(duration_s, lambda ps: light._chained(call, counts, COUNTERS, duration_s, launch_s, ps))
-    res.update(light._smids(smids, n), event=f"wgmma m64n256k16 f16->f32 (pipe2 mode {mode}, {4 * reuse} per 40 KB stage)")
+    src = "" if spread else ", every SM on the same source addresses"
+    res.update(light._smids(smids, n), event=f"wgmma m64n256k16 f16->f32 (pipe2 mode {mode}, {4 * reuse} per 40 KB stage{src})")
     res["stage_cycles"] = stage_cycles(res, n)
     return res
 
@@ -158,9 +163,35 @@ POINTS = (
 ) + HIGH_POINTS
 
 
+#: the shared-source points (seventh session; `--only pipe2sh_,idle_after`): does the L2's part of the
+#: pipe's power follow the bytes the L2 delivers to the SMs or the distinct bytes it reads? Each
+#: (mode, req_bytes, stages, reuse, period, sms) runs twice back to back, spread (every SM its own
+#: data, as every earlier pipe run) and same (every SM the same addresses in the same order: the same
+#: delivered bytes, 1/CTAs of the distinct lines at a time): the unpaced high-rate pipe on 66 SMs
+#: (below the cap) and on every SM (at the cap), the paced pipe at PERIOD on every SM (below the cap),
+#: and its TMA stream alone (nowgmma, no tensor work)
+SHARED_POINTS = (("full", 8192, 2, 2, 0, 66), ("full", 8192, 2, 2, 0, None), ("full", 8192, 2, 1, PERIOD, None),
+                 ("nowgmma", 8192, 2, 1, PERIOD, None))
+
+
+def shared_name(mode: str, req_bytes: int, stages: int, reuse: int, period: int, sms: int | None,
+                spread: int) -> str:
+    """pipe2sh_<spread|same>_<the point_name without its stem>."""
+    tail = point_name(mode, req_bytes, stages, reuse, period, sms).split("_", 1)[1]
+    return f"pipe2sh_{'spread' if spread else 'same'}_{tail}"
+
+
 def plan() -> list[dict]:
     """The pipe2 points (family 'light_pipe2'), POINT_S of load each."""
     pts = []
+    for mode, req, stages, reuse, period, sms in SHARED_POINTS:
+        check(mode, req, stages, reuse, period, sms)
+        for spread in (SPREAD, 0):
+            pts.append({"family": "light_pipe2",
+                        "name": shared_name(mode, req, stages, reuse, period, sms, spread), "seconds": POINT_S,
+                        "fn": pipe2_point,
+                        "kw": {"mode": mode, "req_bytes": req, "stages": stages, "reuse": reuse, "period": period,
+                               "sms": sms, "duration_s": POINT_S, "spread": spread}})
     for mode, req, stages, reuse, period, sms in POINTS:
         check(mode, req, stages, reuse, period, sms)
         pts.append({"family": "light_pipe2", "name": point_name(mode, req, stages, reuse, period, sms),
