@@ -139,3 +139,16 @@ def test_the_shared_source_points_come_in_pairs(capsys):
     assert src.count("(unsigned long long)spread * PIPE_STAGE") == 3
     assert run.main(["--plan", "--only", "pipe2sh_,idle_after", "--budget-s", "170"]) == 0
     assert "planned" in capsys.readouterr().out
+
+
+def test_the_source_size_points_span_l2_and_hbm(capsys):
+    """pipe2src_: the same paced pipe with its source L2-resident (8 MiB = light.L2_BUF_BYTES, as
+    every earlier point), spanning the L2 and far beyond its 50 MB, with and without tensor work."""
+    sel = [p for p in run.selectable() if p["name"].startswith("pipe2src_")]
+    assert len(sel) == len(pipe2.SOURCE_POINTS) == 6
+    assert {p["kw"]["src_mb"] for p in sel} == {8, 32, 256} and {p["kw"]["mode"] for p in sel} == {"full", "nowgmma"}
+    assert pipe2.SRC_MB << 20 == light.L2_BUF_BYTES
+    assert max(p["kw"]["src_mb"] for p in sel) << 20 > 50 * 10**6 * 4
+    assert all("src_mb" not in p["kw"] for p in pipe2.plan() if not p["name"].startswith("pipe2src_"))
+    assert run.main(["--plan", "--only", "pipe2src_,idle_after", "--budget-s", "170"]) == 0
+    assert "planned" in capsys.readouterr().out

@@ -42,6 +42,8 @@ POINT_S = light.POINT_S
 #: CTA b starts reading the 8 MB source at b x SPREAD x 40 KB (mod its size): every SM on its own data
 #: (every run before the seventh session); 0 = every SM reads the same addresses (SHARED_POINTS)
 SPREAD = 7919
+#: the source's size, MiB: light.L2_BUF_BYTES (L2-resident) unless a point says otherwise (SOURCE_POINTS)
+SRC_MB = 8
 PERIOD = 2400                   # SM cycles per stage: 4 wgmma (~512 cycles) = ~21% tensor duty,
                                 # 40 KB / 2400 cycles = 4.5 TB/s on 132 SMs at 1980 MHz
 
@@ -89,14 +91,16 @@ def stage_cycles(res: dict, ctas: int) -> dict:
 
 
 def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse: int = 1, period: int = 0,
-                sms: int | None = None, launch_s: float = 0.2, spread: int = SPREAD) -> dict:
+                sms: int | None = None, launch_s: float = 0.2, spread: int = SPREAD,
+                src_mb: int = SRC_MB) -> dict:
     """`sms` CTAs (default: every SM, one each) of the pipe in `mode` (see the module docstring);
-    `spread` SPREAD: every CTA reads its own data, 0: every CTA reads the same addresses."""
+    `spread` SPREAD: every CTA reads its own data, 0: every CTA reads the same addresses; `src_mb`:
+    the source's size in MiB (8: L2-resident, as every earlier run; beyond the 50 MB L2: from HBM)."""
     import cupy as cp  # noqa: PLC0415
 
     check(mode, req_bytes, stages, reuse, period, sms)
     n = sms or benches.sm_count()
-    buf = light._random_f16_buffer(light.L2_BUF_BYTES)
+    buf = light._random_f16_buffer(src_mb << 20)
     smem = smem_bytes(mode, stages)
     fn = benches.kernel(light.STEM, "pipe2", smem)
     counts = cp.zeros(len(COUNTERS), dtype=cp.uint64)
@@ -181,9 +185,23 @@ def shared_name(mode: str, req_bytes: int, stages: int, reuse: int, period: int,
     return f"pipe2sh_{'spread' if spread else 'same'}_{tail}"
 
 
+#: the source-size points (seventh session; `--only pipe2src_,idle_after`): the paced pipe (half the
+#: common stage rate, 1.9 TB/s on 132 SMs, within HBM's bandwidth) with its source in L2 (8 MiB),
+#: spanning most of it (32 MiB) and far beyond it (256 MiB: every byte from HBM), with and without
+#: tensor work: what a byte costs on its way from HBM through L2 to the SM, as a GEMM's inputs
+#: travel, against the L2-resident byte every other pipe point measures
+SOURCE_POINTS = tuple((mode, mb) for mode in ("nowgmma", "full") for mb in (8, 32, 256))
+
+
 def plan() -> list[dict]:
     """The pipe2 points (family 'light_pipe2'), POINT_S of load each."""
     pts = []
+    for mode, mb in SOURCE_POINTS:
+        check(mode, 8192, 2, 1, 2 * PERIOD, None)
+        pts.append({"family": "light_pipe2", "name": f"pipe2src_{mode}_req8192_s2_p{2 * PERIOD}_src{mb}mb",
+                    "seconds": POINT_S, "fn": pipe2_point,
+                    "kw": {"mode": mode, "req_bytes": 8192, "stages": 2, "reuse": 1, "period": 2 * PERIOD,
+                           "sms": None, "duration_s": POINT_S, "src_mb": mb}})
     for mode, req, stages, reuse, period, sms in SHARED_POINTS:
         check(mode, req, stages, reuse, period, sms)
         for spread in (SPREAD, 0):
