@@ -27,7 +27,9 @@ in L2) and the SM clock.
 
 from __future__ import annotations
 
+import math
 import os
+import random
 
 FAMILIES = ("vecadd", "copy")
 VARIANTS = ("f32", "f4", "f32_gs", "f4_gs")
@@ -52,7 +54,31 @@ HELDOUT2_SIZES = (1536 << 10, 3 << 20, 6 << 20, 12 << 20, 48 << 20, 192 << 20)
 #: range); every size a multiple of 1024 floats. The same set name picks the third row-wise plan
 #: (validation/rowwise.py) and TMA copy plan (validation/portfolio_tmacopy.py).
 HELDOUT3_SIZES = (2560 << 10, 5 << 20, 24 << 20, 96 << 20, 384 << 20, 960 << 20)
-SETS = {"heldout1": SIZES, "heldout2": HELDOUT2_SIZES, "heldout3": HELDOUT3_SIZES}
+#: The fourth held-out set (drawn 2026-11-24 before the seventh freeze of the day): SEED4, one size
+#: per bin of HELDOUT4_BINS (floats per array), each from its own seeded stream (drawn_sizes): three
+#: bins below and at the L2 edge (1M..8M floats: where scalar copy was worst in heldout2 and
+#: heldout3), then 16M..64M, 96M..384M and 768M..1020M floats (up to ~4 GB per array).
+SEED4 = 1920261124
+HELDOUT4_BINS = ((1 << 20, 2 << 20), (2 << 20, 4 << 20), (4 << 20, 8 << 20), (16 << 20, 64 << 20),
+                 (96 << 20, 384 << 20), (768 << 20, 1020 << 20))
+
+
+def drawn_sizes(seed: int, bins: tuple, old: frozenset) -> tuple[int, ...]:
+    """One size per bin, log-uniform in the bin, a multiple of 1024 floats, never a power of two
+    and never one of `old` (a draw that is, is redrawn from the same stream). Deterministic."""
+    out = []
+    for i, (lo, hi) in enumerate(bins):
+        rng = random.Random(f"{seed}:portfolio:{i}")
+        while True:
+            n = max(lo, min(hi, round(math.exp(rng.uniform(math.log(lo), math.log(hi))) / 1024) * 1024))
+            if n & (n - 1) and n not in old:
+                out.append(n)
+                break
+    return tuple(out)
+
+
+HELDOUT4_SIZES = drawn_sizes(SEED4, HELDOUT4_BINS, frozenset(SIZES + HELDOUT2_SIZES + HELDOUT3_SIZES))
+SETS = {"heldout1": SIZES, "heldout2": HELDOUT2_SIZES, "heldout3": HELDOUT3_SIZES, "heldout4": HELDOUT4_SIZES}
 SET_ENV = "HOPSIM_PORTFOLIO_SET"
 
 

@@ -21,16 +21,26 @@ Points: D in {64, 128}, kv_block in {64, 128}, stages 1..4 (every one that fits 
 512 to 8192 keys (8 to 64 KV blocks), 66 to 1024 CTAs (half a wave to ~7.8 waves of 132 SMs at one
 CTA per SM), sized so that simulating each stays under about a minute. Chosen by structure before any simulation of them (held out: measured after the
 model is frozen and compared once).
+
+Plans, picked by the held-out set name (`portfolio_runs --set`, $HOPSIM_PORTFOLIO_SET;
+validation/portfolio.py): heldout1 POINTS (above; also what a set name without an attention plan
+runs), heldout4 heldout4_points() (drawn 2026-11-24 before the seventh freeze, SEED4 1920261124):
+13 points, slot j enumerating (head_dim, kv_block) (d128/kv128, heldout1's worst, in 4 slots; the
+others in 3) and the stages (1..4, the most that fits where fewer fit), and drawing from its own
+seeded stream the CTA count (bins below, at and above one wave of 132 SMs) and seq (512..8192 keys);
+a draw over STEPS_MAX CTA x KV-block steps or planned before is redrawn.
 """
 
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 
 from kernels.attention import AttnParams
 from kernels.attention.reference import error_bound, reference
+from validation import portfolio as pf
 
 FAMILY = "attention"
 SOURCE = "kernels/cuda/attention.cu"
@@ -57,6 +67,47 @@ POINTS = (
 """At most ~17K CTA x KV-block steps per point: `simulate attention --timing-only` costs about 1.3 ms
 of one core per step (measured on a non-held-out size), twice per point in the comparison."""
 
+SEED4 = 1920261124
+STEPS_MAX = 17000
+"""Most CTA x KV-block steps of a heldout4 point (POINTS' bound above)."""
+#: heldout4's enumerated (head_dim, kv_block) per slot (j % 4) and CTA-count bins (j % 3)
+COMBOS4 = ((128, 128), (64, 64), (64, 128), (128, 64))
+Q_TILE_BINS4 = ((66, 131), (132, 396), (397, 1024))
+
+
+def _draw4(rng: random.Random, j: int, old: set) -> tuple | None:
+    """One candidate (head_dim, kv_block, stages, seq, q_tiles) of slot j, or None."""
+    d, kvb = COMBOS4[j % 4]
+    st = 1 + (j // 4 + j) % 4
+    lo, hi = Q_TILE_BINS4[j % 3]
+    t = round(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+    seq = max(kvb, round(math.exp(rng.uniform(math.log(512), math.log(8192))) / kvb) * kvb)
+    fit = AttnParams(seq=seq, head_dim=d, kv_block=kvb, stages=1, q_tiles=t).max_stages_that_fit
+    pt = (d, kvb, min(st, fit), seq, t)
+    return None if t * seq // kvb > STEPS_MAX or pt in old else pt
+
+
+def heldout4_points(seed: int = SEED4) -> tuple:
+    """heldout4's 13 points, slot j from its own seeded stream; never one of POINTS. Deterministic."""
+    out = []
+    for j in range(13):
+        rng = random.Random(f"{seed}:attention:{j}")
+        while True:
+            pt = _draw4(rng, j, set(POINTS))
+            if pt is not None:
+                out.append(pt)
+                break
+    return tuple(out)
+
+
+PLANS = {"heldout1": POINTS, "heldout4": heldout4_points()}
+
+
+def plan_name(size_set: str | None = None) -> str:
+    """The plan a held-out set name runs: its own, or heldout1 where it has none."""
+    name = size_set or pf.active_set()
+    return name if name in PLANS else "heldout1"
+
 
 def params(p: dict) -> AttnParams:
     """The IR twin's AttnParams of a point (validates the sizes: raises InputError if unsupported)."""
@@ -73,8 +124,9 @@ def point_name(d: int, kvb: int, st: int, seq: int, t: int) -> str:
     return f"attention_d{d}_kv{kvb}_s{st}_n{seq}_t{t}"
 
 
-def point(d: int, kvb: int, st: int, seq: int, t: int) -> dict:
-    """One point dict (the same keys as the other portfolio families' points, plus the sizes)."""
+def point(d: int, kvb: int, st: int, seq: int, t: int, plan: str = "heldout1") -> dict:
+    """One point dict (the same keys as the other portfolio families' points, plus the sizes) of
+    the plan `plan`."""
     ap = AttnParams(seq=seq, head_dim=d, kv_block=kvb, stages=st, q_tiles=t)
     q_bytes, kv_bytes = 2 * ap.q_rows * d, 2 * 2 * seq * d
     o_bytes = 4 * ap.q_rows * d
@@ -84,12 +136,14 @@ def point(d: int, kvb: int, st: int, seq: int, t: int) -> dict:
             "threads_per_cta": THREADS, "grid_132sm": t, "dynamic_smem": ap.dynamic_smem_bytes,
             "scale": ap.softmax_scale, "c": float(np.float32(ap.softmax_scale * LOG2E)), "flops": ap.flops,
             "bytes_moved": q_bytes + kv_bytes + o_bytes,
-            "bytes_accessed": q_bytes + t * kv_bytes + o_bytes}
+            "bytes_accessed": q_bytes + t * kv_bytes + o_bytes, "set": plan}
 
 
-def points() -> list[dict]:
-    """Every attention point, in run order."""
-    return [point(*x) for x in POINTS]
+def points(size_set: str | None = None) -> list[dict]:
+    """Every attention point of the plan of held-out set `size_set` (default: the active set's;
+    plan_name), in run order."""
+    plan = plan_name(size_set)
+    return [point(*x, plan=plan) for x in PLANS[plan]]
 
 
 def est_launch_s(p: dict, flops_per_s: float = 100e12) -> float:

@@ -21,13 +21,25 @@ validation/portfolio.py):
             used (8..256 rows including 48, 96 and 192; inner bytes below the swizzle span), tensors
             of non-power-of-two shapes from 9 MB (L2-resident) to 1.25 GB, 1..8 stages, one CTA per
             tile and 1..4 persistent CTAs per SM.
+  heldout4  heldout4_points() (drawn 2026-11-24 before the seventh freeze, SEED4 1920261124): 24
+            points, slot j enumerating dtype, swizzle, stages 1..8 and the CTA mode (one CTA per tile
+            or 1..4 persistent CTAs per SM, 12 each) and drawing from its own seeded stream the box
+            (persistent slots: small boxes, 8..64 rows of 16..64 B, the class heldout3 missed most),
+            the tensor bytes (three bins from L2-resident to 1.25 GB) and the shape; a draw that is
+            not a valid launch (TmaCopyParams), has more than TILES_MAX4 tiles, or whose point was
+            planned before, is redrawn.
 They are held out: measured after the model is frozen, never simulated before.
 """
 
 from __future__ import annotations
 
+import math
+import random
+
 import numpy as np
 
+from isa.errors import InputError
+from kernels.membound.tmacopy import TmaCopyParams
 from validation import portfolio as pf
 
 FAMILY = "tmacopy"
@@ -90,7 +102,63 @@ HELDOUT3_POINTS = (
     ("f32", 16384, 12288, 128, 8, "32B", 4, None),
     ("f32", 20480, 16384, 32, 32, "128B", 4, 3),
 )
-PLANS = {"heldout1": POINTS, "heldout3": HELDOUT3_POINTS}
+SEED4 = 1920261124
+#: heldout4's enumerated slot fields (slot j): CTA mode, swizzle, dtype, stages, tensor-bytes bin
+CTAS4 = (None, 1, None, 2, None, 3, None, 4)
+SWIZZLES4 = ("none", "32B", "64B", "128B")
+BYTE_BINS4 = ((6 << 20, 12 << 20), (48 << 20, 384 << 20), (512 << 20, 1280 << 20))
+BOX_ROWS4 = {"tile": (8, 16, 32, 48, 64, 96, 128, 160, 192, 256), "persistent": (8, 16, 24, 32, 48, 64)}
+#: largest inner box bytes (TMA: a multiple of 16 B, at most the swizzle span; persistent slots: <= 64 B)
+INNER_MAX4 = {"none": 256, "32B": 32, "64B": 64, "128B": 128}
+TILES_MAX4 = 262144
+"""Most tiles of a heldout4 point: heldout1's largest (f32 16384^2 in 32x32 boxes), so that simulating
+a point in the comparison costs no more than points compared before."""
+
+
+def _slot4(j: int) -> tuple:
+    """heldout4's enumerated fields of slot j: (dtype, swizzle, stages, ctas_per_sm, bytes bin)."""
+    return (("f16", "f32")[(j // 2) % 2], SWIZZLES4[(j + j // 4) % 4], 1 + (j + j // 8) % 8,
+            CTAS4[j % 8], BYTE_BINS4[j % 3])
+
+
+def _draw4(rng: random.Random, j: int, old: set) -> tuple | None:
+    """One candidate point of slot j (a POINTS-style tuple), or None when it is not a valid launch
+    (TmaCopyParams; persistent CTAs that do not fit one SM's 228 KB; more than TILES_MAX4 tiles)
+    or was planned before."""
+    dt, sw, st, cps, (blo, bhi) = _slot4(j)
+    esize = ESIZE[dt]
+    br = rng.choice(BOX_ROWS4["tile" if cps is None else "persistent"])
+    inner = 16 * rng.randint(1, min(INNER_MAX4[sw], 256 if cps is None else 64) // 16)
+    bc = inner // esize
+    nbytes = math.exp(rng.uniform(math.log(blo), math.log(bhi)))
+    cols = max(bc, round(math.exp(rng.uniform(math.log(1024), math.log(32768))) / bc) * bc)
+    rows = max(br, round(nbytes / (esize * cols) / br) * br)
+    pt = (dt, rows, cols, br, bc, sw, st, cps)
+    try:
+        t = TmaCopyParams(rows=rows, cols=cols, dtype=dt, box_rows=br, box_cols=bc, swizzle=sw, stages=st,
+                          ctas=None if cps is None else cps * 132)
+    except InputError:
+        return None
+    if (cps is not None and cps * t.smem_bytes > 228 << 10) or t.tiles > TILES_MAX4 or pt in old:
+        return None
+    return pt
+
+
+def heldout4_points(seed: int = SEED4) -> tuple:
+    """heldout4's 24 points (POINTS-style tuples), slot j from its own seeded stream; never one of
+    POINTS or HELDOUT3_POINTS. Deterministic."""
+    old, out = set(POINTS) | set(HELDOUT3_POINTS), []
+    for j in range(24):
+        rng = random.Random(f"{seed}:tmacopy:{j}")
+        while True:
+            pt = _draw4(rng, j, old)
+            if pt is not None:
+                out.append(pt)
+                break
+    return tuple(out)
+
+
+PLANS = {"heldout1": POINTS, "heldout3": HELDOUT3_POINTS, "heldout4": heldout4_points()}
 
 
 def plan_name(size_set: str | None = None) -> str:

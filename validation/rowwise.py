@@ -27,6 +27,11 @@ set name (`portfolio_runs --set`, $HOPSIM_PORTFOLIO_SET; validation/portfolio.py
             power of two, so no shape of heldout1 or of the tests and benchmarks recurs; x from
             4..16 MiB, L2-resident, through 64..256 MiB to 0.5..2 GiB; rows a multiple of 8):
             15 shapes, 60 points.
+  heldout4  the fourth set (drawn 2026-11-24 before the seventh freeze, SEED4 1920261124): heldout3's
+            cells with a new seed plus a first cols "bin" pinned at 1024 (COL_BINS4: one warp per row
+            of 1024 columns at 1K..4K, 16K..64K and 128K..512K rows, the class heldout1 and heldout3
+            missed most); no shape measured before, of the tests or benchmarks (OLD_SHAPES4):
+            18 shapes, 72 points.
 These sizes are held out: the simulator's tests and benchmarks use others.
 
 The GPU pieces (make_set, launcher, check) take the cupy module as an argument; the check is not bit
@@ -67,22 +72,36 @@ def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:
     return math.exp(rng.uniform(math.log(lo), math.log(hi)))
 
 
-def drawn_shapes(seed: int = SEED) -> list[tuple[int, int]]:
-    """heldout3's (rows, cols): one per (cols bin, bytes bin) cell, each from its own seeded stream;
-    a draw whose cols is a power of two, or whose shape is one of heldout1's, is redrawn."""
-    out, old = [], set(grid_shapes())
-    for i, ((clo, chi), (blo, bhi)) in enumerate(itertools.product(COL_BINS, BYTE_BINS)):
+def drawn_shapes(seed: int = SEED, col_bins: tuple = COL_BINS, old: frozenset | None = None) -> list[tuple[int, int]]:
+    """(rows, cols): one per (cols bin, bytes bin) cell, each from its own seeded stream; a draw
+    whose cols is a power of two (except in a bin pinned to one value, lo == hi), or whose shape is
+    in `old` (default heldout1's), is redrawn. With the defaults: heldout3's."""
+    out, old = [], set(grid_shapes()) if old is None else old
+    for i, ((clo, chi), (blo, bhi)) in enumerate(itertools.product(col_bins, BYTE_BINS)):
         rng = random.Random(f"{seed}:rowwise:{i}")
         while True:
             cols = max(clo, min(chi, round(_log_uniform(rng, clo, chi) / COL_UNIT) * COL_UNIT))
             rows = max(8, round(_log_uniform(rng, blo, bhi) / (4 * cols) / 8) * 8)
-            if cols & (cols - 1) and (rows, cols) not in old:
+            if (cols & (cols - 1) or clo == chi) and (rows, cols) not in old:
                 out.append((rows, cols))
                 break
     return out
 
 
-PLANS = {"heldout1": grid_shapes, "heldout3": drawn_shapes}
+SEED4 = 1920261124
+COL_BINS4 = ((1024, 1024),) + COL_BINS
+"""heldout4's cols bins: heldout3's plus 1024 columns exactly (a warp's 32 lanes x 8 float4s)."""
+DEV_SHAPES = frozenset({(8192, 1024), (512, 1024), (256, 1024), (256, 512), (8, 1024)})
+"""(rows, cols) the simulator's tests and benchmarks use."""
+
+
+def heldout4_shapes() -> list[tuple[int, int]]:
+    """heldout4's (rows, cols): drawn_shapes with SEED4 and COL_BINS4, never a shape of heldout1,
+    heldout3 or DEV_SHAPES."""
+    return drawn_shapes(SEED4, COL_BINS4, frozenset(grid_shapes()) | frozenset(drawn_shapes()) | DEV_SHAPES)
+
+
+PLANS = {"heldout1": grid_shapes, "heldout3": drawn_shapes, "heldout4": heldout4_shapes}
 
 
 def plan_name(size_set: str | None = None) -> str:

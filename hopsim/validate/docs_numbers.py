@@ -269,6 +269,10 @@ LATER_SETS = (
     ("sweeps", "heldout17", "issues 14-17 (fifth GEMM set, seed 1720261124)"),
     ("sweeps", "heldout18", "issues 13-18 (sixth GEMM set, seed 1820261124)"),
     ("sweeps", "heldout19", "issues 13-19 (seventh GEMM set, seed 1920261124)"),
+    ("portfolio", "portfolio_heldout4", "vecadd/copy points at the fourth set's sizes (2.1M..1013M floats)"),
+    ("portfolio", "portfolio_rowwise_heldout4", "row reduction / row softmax points of the fourth set"),
+    ("portfolio", "portfolio_tmacopy_heldout4", "TMA copy points of the fourth set"),
+    ("portfolio", "portfolio_attention_heldout4", "attention tile points of the fourth set"),
 )
 
 
