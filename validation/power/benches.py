@@ -24,7 +24,8 @@ from validation.power.stats import derivative, step_response
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CUDA_DIR = REPO / "validation" / "cuda"
 SOURCES = {"power_wgmma": CUDA_DIR / "power_wgmma.cu", "power_units": CUDA_DIR / "power_units.cu",
-           "power_light": CUDA_DIR / "power_light.cu"}
+           "power_light": CUDA_DIR / "power_light.cu",
+           "micro_tma_width": CUDA_DIR / "micro_tma_width.cu"}   # its TMA stream (validation/power/tmaw.py)
 NVCC = ["nvcc", "-std=c++17", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-w"]
 WGMMA_FLOP = 2 * 64 * 256 * 16          # one m64n256k16
 WGMMA_OPERAND_BYTES = 48 * 1024        # B 256x64 + 2 x A 64x64, 2-byte elements

@@ -26,7 +26,7 @@ import tempfile
 import time
 import traceback
 
-from validation.power import benches, light, pipe2
+from validation.power import benches, light, pipe2, tmaw
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import device_provenance
 
@@ -39,7 +39,7 @@ DUTIES = (100, 75, 50, 25)
 #: (CTAs = SMs used, duty %) of the partly occupied burners (issue 13: the static/active split)
 PARTIAL = ((33, 100), (66, 100), (99, 100), (66, 50), (33, 50))
 FILES = {"wgmma": "wgmma.jsonl", "units": "units.jsonl", "governor": "governor.jsonl", "light": "light.jsonl",
-         "light_pipe2": "light_pipe2.jsonl"}
+         "light_pipe2": "light_pipe2.jsonl", "light_tmaw": "light_tmaw.jsonl"}
 
 
 def plan() -> list[dict]:
@@ -77,7 +77,7 @@ def selectable() -> list[dict]:
     """Every point --only may pick: the default plan plus the opt-in families (the pipe taken
     apart, validation/power/pipe2.py: run with --only pipe2_,idle_after), before idle_after."""
     pts = plan()
-    return [*pts[:-1], *pipe2.plan(), pts[-1]]
+    return [*pts[:-1], *pipe2.plan(), *tmaw.plan(), pts[-1]]
 
 
 def planned_seconds(points: list[dict]) -> float:
