@@ -79,7 +79,9 @@ def test_rowwise_heldout3_is_new_valid_and_covers_every_cell():
     assert rw.drawn_shapes() == shapes and len(shapes) == len(rw.COL_BINS) * len(rw.BYTE_BINS)
     measured = {(r["params"]["rows"], r["params"]["cols"]) for r in _all_portfolio_records()
                 if r["params"].get("family") in rw.FAMILIES}
-    assert len(measured) == 12 and not set(shapes) & (measured | set(rw.grid_shapes()))
+    # heldout1's 12 shapes were all that was measured when heldout3 was drawn; later sets' records
+    # (heldout4's) add shapes, and heldout3 must stay new against those too
+    assert len(measured) >= 12 and not set(shapes) & (measured | set(rw.grid_shapes()))
     assert not set(shapes) & {(8192, 1024), (512, 1024), (256, 1024), (256, 512), (8, 1024)}  # tests, benchmarks
     for i, (rows, cols) in enumerate(shapes):
         (clo, chi), (blo, bhi) = rw.COL_BINS[i // len(rw.BYTE_BINS)], rw.BYTE_BINS[i % len(rw.BYTE_BINS)]
