@@ -44,8 +44,9 @@ class _SmemView:
 
 
 _GEOM: dict = {}  # id(tmap) -> (tmap, box bytes, smem footprint): TensorMap is frozen, the entry keeps it alive
-_RUNS_GEOM: dict = {}  # id(tmap) -> (tmap, dims, strides, box counts, element strides all 1 past dim 0, elem bytes, address)
-_RANGES: dict = {}  # (id(tmap), coords) -> (tmap, global runs): a tile's runs recur for every CTA reading it
+_RUNS_GEOM: dict = {}  # id(tmap) -> (tmap, dims, strides, box counts, element strides all 1 past dim 0, elem bytes, address, key)
+_GEOM_IDS: dict = {}  # a unit-stride geometry (those fields) -> its key in _RANGES
+_RANGES: dict = {}  # (geometry key, coords) -> (tmap, global runs): a tile's runs recur for every CTA reading it
 _RUNS_MAX = 1 << 18  # runs held by _RANGES before it is emptied (about 20 MB)
 _held = [0]
 
@@ -73,10 +74,15 @@ def smem_footprint(tmap) -> int:
 
 
 def global_ranges(gmem, tmap, coords) -> tuple:
-    """Contiguous in-bounds global runs of the box (cached per tensor map and coordinates)."""
-    key = (id(tmap), coords)
+    """Contiguous in-bounds global runs of the box (cached per tensor-map geometry and coordinates:
+    the runs of a row-major map are a function of its geometry (`_geometry`), so the tensor maps
+    of every launch of one GEMM, e.g. the clock solve's re-timings, share them)."""
+    g = _RUNS_GEOM.get(id(tmap))
+    if g is None or g[0] is not tmap:
+        g = _geometry(tmap)
+    key = (g[7], coords)
     hit = _RANGES.get(key)
-    if hit is not None and hit[0] is tmap:
+    if hit is not None and (hit[0] is tmap or g[4]):
         return hit[1]
     out = _global_ranges(tmap, coords)
     if _held[0] + len(out) > _RUNS_MAX:
@@ -87,6 +93,26 @@ def global_ranges(gmem, tmap, coords) -> tuple:
     return out
 
 
+def _geometry(tmap) -> tuple:
+    """_RUNS_GEOM's entry of `tmap`: (tmap, dims, strides, box counts, element strides all 1 past
+    dim 0, elem bytes, address, key) with key the geometry's own id (one per distinct geometry of
+    those fields) for a map of unit element strides, else a key of this map object alone."""
+    if len(_RUNS_GEOM) >= 4096:
+        _RUNS_GEOM.clear()
+    geo = (tuple(tmap.global_dims), tuple(tmap.global_strides_bytes), tuple(tmap.box_counts),
+           all(s == 1 for s in tmap.element_strides[1:]), tmap.elem_bytes, tmap.global_address)
+    if geo[3]:
+        if len(_GEOM_IDS) >= 4096:
+            _GEOM_IDS.clear()
+            _RANGES.clear()
+            _held[0] = 0
+        key = _GEOM_IDS.setdefault(geo, ("geometry", len(_GEOM_IDS)))
+    else:
+        key = ("map", id(tmap))
+    g = _RUNS_GEOM[id(tmap)] = (tmap, *geo, key)
+    return g
+
+
 def _global_ranges(tmap, coords) -> tuple:
     """One run per box row for a row-major tensor.
 
@@ -95,12 +121,8 @@ def _global_ranges(tmap, coords) -> tuple:
     checks the equality)."""
     g = _RUNS_GEOM.get(id(tmap))
     if g is None or g[0] is not tmap:  # the tensor map's geometry, read once (box_counts is computed)
-        if len(_RUNS_GEOM) >= 4096:
-            _RUNS_GEOM.clear()
-        g = _RUNS_GEOM[id(tmap)] = (tmap, tmap.global_dims, tmap.global_strides_bytes, tmap.box_counts,
-                                    all(s == 1 for s in tmap.element_strides[1:]), tmap.elem_bytes,
-                                    tmap.global_address)
-    _t, dims, strides, box, unit, e, address = g
+        g = _geometry(tmap)
+    _t, dims, strides, box, unit, e, address, _key = g
     if not unit:
         return _tma.global_ranges(tmap, coords)
     lo = max(coords[0], 0)

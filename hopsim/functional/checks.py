@@ -179,8 +179,18 @@ class Checker:
                                     f"instruction since the last wgmma.fence of warpgroup {wg.g}")
 
     def wgmma_issue(self, ident: int, chunks: np.ndarray, wg, group: int, ws, op) -> None:
-        self.smem_read(chunks, "wgmma.mma_async operand fetch")
-        self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text, _as_list(chunks))
+        """`chunks`: sorted, unique (ops_async._chunks). The read check as `smem_read` makes it (the
+        first chunk in flight from a TMA load), by bisection of each load's chunk range in them."""
+        got = _as_list(chunks)
+        if self.tma_inflight:
+            hit = None
+            for rec in self.tma_inflight.values():  # tma_pending counts exactly these ranges
+                i = bisect_left(got, rec[0])
+                if i < len(got) and got[i] < rec[1] and (hit is None or got[i] < hit):
+                    hit = got[i]
+            if hit is not None:
+                self.smem_read((hit, hit + 1), "wgmma.mma_async operand fetch")
+        self.wgmma_inflight[ident] = (chunks, wg.g, group, ws.w, op.index, op.text, got)
 
     def wgmma_retire(self, ident: int) -> None:
         self.wgmma_inflight.pop(ident, None)

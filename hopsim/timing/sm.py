@@ -43,8 +43,10 @@ while warps wait, the runner raises the functional layer's named `Deadlock`.
 from __future__ import annotations
 
 from functools import partial
+from heapq import heappush
 
 import simpy
+from simpy.events import NORMAL, Timeout
 
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import GLINE, LINE, SECTOR, MemorySystem, coalesce
@@ -206,7 +208,7 @@ class CtaRun:
             k = key[0]
             d = delay + (self.c.wakeup if k == "mbar" else self.bar_delay if k == "bar" else 0.0)
             if d > 0:
-                self.env.timeout(d).callbacks.append(partial(_succeed, evt))
+                _timeout(self.env, d).callbacks.append(partial(_succeed, evt))
             else:
                 evt.succeed()
 
@@ -220,7 +222,7 @@ class CtaRun:
                 t = last
             self.last_async[fifo_key] = t
         self.pending_async += 1
-        self.env.timeout(t - self.env.now).callbacks.append(partial(self._complete, eff))
+        _timeout(self.env, t - self.env._now).callbacks.append(partial(self._complete, eff))
         return t
 
     def _complete(self, eff, _evt) -> None:
@@ -235,7 +237,7 @@ class CtaRun:
         if t < last:
             t = last
         self.last_async[fifo_key] = t
-        self.env.timeout(t - self.env.now).callbacks.append(partial(self._call_fire, fn))
+        _timeout(self.env, t - self.env._now).callbacks.append(partial(self._call_fire, fn))
 
     def _call_fire(self, fn, _evt) -> None:
         self._fire(fn())
@@ -275,7 +277,7 @@ class CtaRun:
                 return
             if at == AT_BLOCKED and key[0] == "wgmma" and _drains(eff) and c.wgmma_sync > 0:
                 at = AT_DRAIN
-                yield env.timeout(c.wgmma_sync)
+                yield _timeout(env, c.wgmma_sync)
             if at == AT_BLOCKED or at == AT_DRAIN:
                 st.add_wait(wait_name(key), env.now - now)
                 woken = True
@@ -300,7 +302,7 @@ class CtaRun:
                         if need > env.now:
                             t0 = env.now
                             at = AT_SCOREBOARD
-                            yield env.timeout(-(-need // 1) - t0)
+                            yield _timeout(env, -(-need // 1) - t0)
                             sb_waited = True
                     if sb_waited:
                         sb_waited = False
@@ -325,7 +327,7 @@ class CtaRun:
                         # wait_group 0: released wgmma_sync_cycles after its last group completes
                         # (microbench__wgmma: a round with L wgmmas = the empty round + their latency)
                         at = AT_DRAIN
-                        yield env.timeout(c.wgmma_sync)
+                        yield _timeout(env, c.wgmma_sync)
                     st.add_wait(wait_name(key), env._now - now)
                     if slices is not None:
                         slices.append((now, env.now, f"wait {ex.describe(key)}"))
@@ -336,7 +338,7 @@ class CtaRun:
                     need = carried_need(alu_ready, touched.get(eff.index, _NONE), now)
                     if need > now:  # an ALU result this instruction touches is still in flight
                         at = AT_CARRIED
-                        yield env.timeout(-(-need // 1) - now)
+                        yield _timeout(env, -(-need // 1) - now)
                         st.add_wait("alu_latency", env.now - now)
                         now = env.now
             st.instructions += eff.count
@@ -344,7 +346,7 @@ class CtaRun:
             if kind == EXIT:
                 if issued > now:
                     at = AT_EXIT
-                    yield env.timeout(-(-issued // 1) - now)
+                    yield _timeout(env, -(-issued // 1) - now)
                 st.issue += env.now - now
                 break
             if eff.extra and "atomic" in eff.extra:
@@ -357,7 +359,7 @@ class CtaRun:
             st.issue += issued - now
             if resume > now:
                 at = AT_RESUME
-                yield env.timeout(-(-resume // 1) - now)
+                yield _timeout(env, -(-resume // 1) - now)
                 if what is not None:
                     st.add_wait(what, env._now - issued)
             if slices is not None:
@@ -556,7 +558,7 @@ class CtaRun:
             return issued, None
         arrived = self._global(eff, issued) if eff.gmem_ranges else issued
         self.pending_async += 1
-        self.env.timeout(-(-arrived // 1) - self.env.now).callbacks.append(partial(self._cp_async_land, eff))
+        _timeout(self.env, -(-arrived // 1) - self.env._now).callbacks.append(partial(self._cp_async_land, eff))
         if self.inflight is not None:
             self.inflight.append((issued, arrived, f"cp.async group {eff.group} (warp {w})", "cp.async in flight"))
         return issued, None
@@ -693,6 +695,21 @@ _WAIT_NAMES: dict = {}  # (kind, address or barrier id) -> wait_name
 def _coords(tile_key):
     """Box coordinates of a TMA tile key (tensor-map handle, coords) for trace labels."""
     return tile_key[1] if isinstance(tile_key, tuple) and len(tile_key) == 2 else tile_key
+
+
+def _timeout(env, delay) -> Timeout:
+    """`env.timeout(delay)`: the same simpy Timeout, scheduled alike (time now + delay, NORMAL
+    priority, the environment's next event id), without the bound-class, __init__ and schedule
+    calls (the warp loop's hot path: one per issue)."""
+    if delay < 0:
+        raise ValueError(f"Negative delay {delay}")
+    t = _new(Timeout)
+    t.env, t.callbacks, t._value, t._delay, t._ok = env, [], None, delay, True
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), t))
+    return t
+
+
+_new = object.__new__
 
 
 def _succeed(evt, _timeout) -> None:
