@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from isa.ir.kinds import Kind  # noqa: F401  (the timing classes; declared per opcode in isa.ir)
+from isa.ir.ops.base import Instruction
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +77,24 @@ class Effect:
 
     @property
     def text(self) -> str:
-        """PTX text of the instruction (for traces)."""
-        if self.instr is None:
+        """PTX text of the instruction (for traces; an IR instruction's, frozen, formatted once)."""
+        ins = self.instr
+        if ins is None:
             return ""
-        t = getattr(self.instr, "text", None)
-        return t() if callable(t) else str(self.instr)
+        got = _TEXTS.get(id(ins))
+        if got is not None and got[0] is ins:
+            return got[1]
+        t = getattr(ins, "text", None)
+        out = t() if callable(t) else str(ins)
+        if isinstance(ins, Instruction):
+            if len(_TEXTS) >= 4096:
+                _TEXTS.clear()
+            _TEXTS[id(ins)] = (ins, out)
+        return out
 
     @property
     def is_async(self) -> bool:
         return self.complete is not None
+
+
+_TEXTS: dict = {}  # id(instruction) -> (instruction, its text): the entry keeps the frozen instruction alive

@@ -299,14 +299,14 @@ class CTAExecutor:
     def is_ready(self, key: tuple) -> bool:
         """Has the event `key` fired (see EXECUTOR_API.md, Event keys)?"""
         kind = key[0]
+        if kind == "rdv":  # (the most frequent first: a warpgroup's collectives)
+            return self.wgs[key[1]].seq > key[2]
         if kind == "mbar":
             b = self.mbar.get(key[1])
             return b is None or b.phase > key[2]  # an invalidated barrier wakes its waiters (they then fail)
         if kind == "bar":
             st = self.bars.get(key[1])
             return st is not None and st[1] > key[2]
-        if kind == "rdv":
-            return self.wgs[key[1]].seq > key[2]
         if kind == "wgmma":
             return self.wgs[key[1]].completed > key[2]
         if kind == "bulk":

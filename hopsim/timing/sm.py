@@ -46,7 +46,7 @@ from functools import partial
 from heapq import heappush
 
 import simpy
-from simpy.events import NORMAL, Timeout
+from simpy.events import NORMAL, Event, Timeout
 
 from hopsim.functional.effect import Kind
 from hopsim.timing.memory import GLINE, LINE, SECTOR, MemorySystem, coalesce
@@ -195,8 +195,9 @@ class CtaRun:
     # ---------------------------------------------------------------- events
     def _event(self, key):
         evt = self.events.get(key)
-        if evt is None:
-            evt = self.events[key] = self.env.event()
+        if evt is None:  # (env.event() without the bound-class call: a simpy Event, pending)
+            evt = self.events[key] = _new(Event)
+            evt.env, evt.callbacks = self.env, []  # (as Event.__init__: _value is the class's PENDING)
         return evt
 
     def _fire(self, keys, delay: float = 0.0) -> None:
@@ -360,8 +361,9 @@ class CtaRun:
             if resume > now:
                 at = AT_RESUME
                 yield _timeout(env, -(-resume // 1) - now)
-                if what is not None:
-                    st.add_wait(what, env._now - issued)
+                if what is not None and env._now > issued:  # (st.add_wait inlined: the hot path)
+                    waits = st.wait
+                    waits[what] = waits.get(what, 0.0) + (env._now - issued)
             if slices is not None:
                 slices.append((now, env.now, eff.text if eff.count == 1 else f"{eff.count} ALU instructions"))
         st.end = env.now
@@ -410,7 +412,12 @@ class CtaRun:
             return issued + self.c.alu_tail, "alu_latency"
         end = schedule_run(run, self.op_costs, issued - eff.count * self.c.issue,
                            self.sm.op_pipes[w % len(self.sm.op_pipes)], self.alu_ready[w])
-        return self._fractional(w, end, issued), "alu_latency"
+        credit = self.credit  # (_fractional inlined: the hot path)
+        r = end - credit[w]
+        if r < issued:
+            r = issued
+        credit[w] = -(-r // 1) - r
+        return r, "alu_latency"
 
     def _fractional(self, w: int, resume: float, floor: float) -> float:
         """`resume` less what the warp's previous register-only op overpaid by resuming on a whole
@@ -671,11 +678,21 @@ def _drains(eff) -> bool:
 
 
 def _requests(eff) -> int:
-    """L2 requests of a TMA box: one per 128-B piece of each contiguous global run (a box row)."""
-    n = 0
-    for _addr, nbytes in eff.gmem_ranges:
-        n += -(-nbytes // 128)
-    return n * (eff.lanes or 1)
+    """L2 requests of a TMA box: one per 128-B piece of each contiguous global run (a box row).
+    (The count of a runs tuple is kept while the tuple lives: bridge.global_ranges shares a box's.)"""
+    runs = eff.gmem_ranges
+    got = _REQUESTS.get(id(runs))
+    if got is None or got[0] is not runs:
+        n = 0
+        for _addr, nbytes in runs:
+            n += -(-nbytes // 128)
+        if len(_REQUESTS) >= 4096:
+            _REQUESTS.clear()
+        got = _REQUESTS[id(runs)] = (runs, n)
+    return got[1] * (eff.lanes or 1)
+
+
+_REQUESTS: dict = {}  # id(runs) -> (runs, L2 requests of one box): the entry keeps the tuple alive
 
 
 def wait_name(key) -> str:
