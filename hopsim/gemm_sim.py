@@ -45,7 +45,7 @@ from hopsim.power.model import Events, PowerModel
 from hopsim.power.solve import ClockSolution, ClockSolver, parse_clock
 from hopsim.timing.runner import simulate
 from isa.errors import HopsimError, InputError
-from kernels.gemm import build_gemm
+from kernels.gemm import build_gemm, build_gemm_nomma
 from kernels.params import GemmParams
 
 MODES = ("auto", "fast", "full")
@@ -132,13 +132,15 @@ def tolerance(params: GemmParams) -> float:
 def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
                   trace: bool = False, seed: int = 0, max_cycles: int | None = None,
                   plan_cache: dict | None = None, trace_sms: frozenset | None = None,
-                  loop: str = "rotated") -> GemmRun:
+                  loop: str = "rotated", no_mma: bool = False) -> GemmRun:
     """Build the IR kernel of `params` (kernels/gemm/) and time it on `gpu` (default H100 SXM,
     calibrated). `check=True` runs with values and compares the product with numpy (raises
     `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS. `trace_sms`: with
     `trace`, record only those SMs (timing/runner.py simulate; None: every SM). `loop`: "rotated"
     (default: a cold L2, the records' rotated buffers) or "same" (a loop over the same buffers: A
-    and B L2-resident at the start when they fit, hopsim/timing/launch.py)."""
+    and B L2-resident at the start when they fit, hopsim/timing/launch.py). `no_mma`: the
+    diagnostic twin without wgmma.mma_async (kernels/gemm build_gemm_nomma: the H100's
+    `gemm_cycles_nomma` microbenchmark, -DGEMM_NO_MMA=1); timing only (C is wrong)."""
     if mode not in MODES:
         raise InputError("mode", mode, "one of " + ", ".join(MODES))
     if mode == "auto":
@@ -150,8 +152,10 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
         raise InputError("check", f"{params.m}x{params.n}x{params.k}",
                          f"a problem of at most {CHECK_MAX_MACS} multiply-adds (e.g. 512x512x512): "
                          "--check runs every instruction functionally")
+    if no_mma and check:
+        raise InputError("check", "with no-mma", "no check: the twin without wgmma.mma_async computes no product")
     gpu = twin_issue_costs(gpu or load_gpu(), params)
-    gk = build_gemm(params)
+    gk = build_gemm_nomma(params) if no_mma else build_gemm(params)
     values = mode == "full"
     gmem, launch, a, b = setup_gemm(params, gk, seed=seed, values=values)
     notes: list[str] = []
@@ -224,7 +228,8 @@ def sm_share(res) -> float:
 def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained", *, mode: str = "auto",
                           check: bool = False, trace: bool = False, seed: int = 0,
                           power: PowerModel | None = None, sm_clock_mhz: float | None = None,
-                          trace_sms: frozenset | None = None, loop: str = "rotated") -> GemmRun:
+                          trace_sms: frozenset | None = None, loop: str = "rotated",
+                          no_mma: bool = False) -> GemmRun:
     """`simulate_gemm` at the clock `clock` ('sustained': the highest supported clock within the
     power model's limits, hopsim/power/solve.py; 'boost': the maximum; or MHz), with the boost
     and sustained points and the predicted power/energy attached (run.clock, run.power_w).
@@ -234,7 +239,7 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     cores; hopsim/config/power.py). `sm_clock_mhz` (a run's measured SM clock, clock64 /
     %globaltimer): the result is simulated at exactly that SM clock instead of `clock`, its
     reported clock being sm_clock_mhz / the ratio. `trace_sms`: the SMs a trace records (None: all).
-    `loop`: as in `simulate_gemm`, for every simulation of the solve."""
+    `loop`, `no_mma`: as in `simulate_gemm`, for every simulation of the solve."""
     gpu = gpu or load_gpu()
     pm = power or PowerModel.load(gpu.name)
     choice = parse_clock(clock, pm)
@@ -244,7 +249,8 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     plans: dict = {}  # the tile plan does not depend on the clock (timing/runner.py plan_cache)
 
     def at(mhz: float):
-        runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed, plan_cache=plans, loop=loop)
+        runs[mhz] = simulate_gemm(params, gpu.at_clock(mhz), mode=solve_mode, seed=seed, plan_cache=plans, loop=loop,
+                                  no_mma=no_mma)
         return runs[mhz].result
 
     solver = ClockSolver(at, lambda res: Events.from_result(res, variant, int(gpu.spec.num_sms.value)), pm,
@@ -261,7 +267,7 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     wall = sum(r.wall_s for r in runs.values())
     if check or trace:
         run = simulate_gemm(params, gpu.at_clock(sm), mode=mode, check=check, trace=trace, seed=seed,
-                            trace_sms=trace_sms, loop=loop)
+                            trace_sms=trace_sms, loop=loop, no_mma=no_mma)
         wall += run.wall_s
     else:
         run = runs[sm]

@@ -121,6 +121,10 @@ def gemm_parser() -> argparse.ArgumentParser:
     o.add_argument("--check", action="store_true",
                    help="compute the real product through simulated shared memory and compare with "
                         "numpy (small problems only)")
+    o.add_argument("--no-mma", action="store_true",
+                   help="diagnostic: the twin without wgmma.mma_async (the H100's -DGEMM_NO_MMA=1 build: the TMA "
+                        "issue, mbarrier handshakes and epilogue alone; validation/records/h100/nomma); one "
+                        "point, no --check")
     o.add_argument("--mode", default="auto", choices=("auto", "fast", "full"),
                    help="fast: timing only + memoisation (default); full: with data values")
     o.add_argument("--jobs", type=int, help="worker processes for a sweep (default: CPUs + 1)")
@@ -214,6 +218,9 @@ def run_gemm(argv: list[str]) -> int:
     points = [{**p, "clock": clock, **({"sm_clock_mhz": sm_clock} if sm_clock else {})} for p in grid.points()]
     if args.emit_ir:
         return _emit_ir(grid, points, overrides)
+    if args.no_mma and (len(points) != 1 or args.check):
+        raise InputError("no-mma", f"{len(points)} points" + (" with --check" if args.check else ""),
+                         "one configuration without --check (a diagnostic twin: its C is wrong)")
     if len(points) == 1:
         params = gemm_sim.params_of(points[0])
         loop = points[0].get("loop") or "rotated"  # --loop, checked as a knob (sweep_knobs.LOOP)
@@ -222,7 +229,8 @@ def run_gemm(argv: list[str]) -> int:
         with _activity(args, f"simulating gemm {params.m}x{params.n}x{params.k}"):
             run = gemm_sim.simulate_gemm_clocked(params, gpu, clock, mode=args.mode, check=args.check,
                                                  trace=bool(args.trace or args.plot), sm_clock_mhz=sm_clock,
-                                                 trace_sms=None if args.trace else TIMELINE_SMS, loop=loop)
+                                                 trace_sms=None if args.trace else TIMELINE_SMS, loop=loop,
+                                                 no_mma=args.no_mma)
             with inputs.Outputs() as outs:
                 if args.trace:
                     run.result.trace.write(outs.stage(args.trace))

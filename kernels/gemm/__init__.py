@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from isa.errors import InputError
 from isa.ir import Kernel, parse, to_text
+from isa.ir.ops.wgmma import WgmmaMmaAsync
 from kernels.gemm.emit import KERNEL_NAME, magic as _magic  # noqa: F401  (_magic: tests)
 from kernels.gemm.host import launch_spec, listing, tensor_maps  # noqa: F401
 from kernels.gemm.kernel import build_kernel
@@ -102,3 +103,23 @@ def build_gemm(params: GemmParams) -> GemmKernel:
     return GemmKernel(params=params, kernel=kernel, text=text, grid=(params.grid, 1, 1),
                       block=(params.threads, 1, 1), dynamic_smem=params.dynamic_smem_bytes,
                       regs_per_thread=estimate_regs(params))
+
+
+def without_mma(kernel: Kernel) -> Kernel:
+    """`kernel` without its wgmma.mma_async instructions: the IR of the .cu's diagnostic build
+    `-DGEMM_NO_MMA=1` (kernels/cuda/gemm_sm90.cu mma_stage: only the wgmma.mma_async goes; the
+    fences, commit/wait groups, TMA issue, mbarrier handshakes and epilogue stay)."""
+    return Kernel(name=kernel.name, params=kernel.params, regs=kernel.regs, shared=kernel.shared,
+                  body=tuple(x for x in kernel.body if not isinstance(x, WgmmaMmaAsync)))
+
+
+@functools.lru_cache(maxsize=64)
+def build_gemm_nomma(params: GemmParams) -> GemmKernel:
+    """The diagnostic twin of the `gemm_cycles_nomma` records (validation/cycle_profile.py --set
+    nomma): `build_gemm(params)` without wgmma.mma_async (`without_mma`); C is wrong, as on the
+    H100. A microbenchmark of the load pipeline alone, not a kernel knob."""
+    gk = build_gemm(params)
+    text = to_text(without_mma(gk.kernel))
+    kernel = parse(text, filename=f"{params.tag}_nomma.ptx")
+    return GemmKernel(params=params, kernel=kernel, text=text, grid=gk.grid, block=gk.block,
+                      dynamic_smem=gk.dynamic_smem, regs_per_thread=gk.regs_per_thread)
