@@ -97,4 +97,14 @@ class Effect:
         return self.complete is not None
 
 
+def alu_effect(kind: str, warp: int, index: int, instr: Any, count: int, lanes: int, resumed: bool,
+               run: list) -> Effect:
+    """`Effect(kind=, warp=, index=, instr=, count=, lanes=, resumed=, run=)` (every other field its
+    default), built positionally: CTAExecutor.issue makes one per register-only run, and keyword
+    matching against Effect's 26 fields costs more than the fields (tests/functional/test_executor.py
+    checks the equality)."""
+    return Effect(kind, warp, index, instr, count, lanes, None, resumed, (), None, 0, 0, None, (), 0, False,
+                  None, None, None, 0, None, None, None, None, {}, run)
+
+
 _TEXTS: dict = {}  # id(instruction) -> (instruction, its text): the entry keeps the frozen instruction alive

@@ -27,7 +27,7 @@ from typing import Mapping
 import numpy as np
 
 from hopsim.functional.checks import Checker
-from hopsim.functional.effect import Effect, Kind, WgmmaInfo
+from hopsim.functional.effect import Effect, Kind, WgmmaInfo, alu_effect
 from hopsim.functional.errors import (
     Deadlock, IllegalInstruction, MbarrierNotInitialised, ProtocolError,
 )
@@ -378,8 +378,7 @@ class CTAExecutor:
                     if stop is not None and (op.rows & stop or op.guard_row in stop):
                         break
                 self.issued += n
-                return Effect(kind=first.kind, warp=w, index=first.index, instr=first.instr, count=n,
-                              lanes=lanes, resumed=resumed, run=ran)
+                return alu_effect(first.kind, w, first.index, first.instr, n, lanes, resumed, ran)
             mask = ws.active if op.guard_row is None else self._mask(op, ws)
             if self.checker.active and op.check_regs:
                 self.checker.before(op, ws)

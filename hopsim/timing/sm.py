@@ -54,7 +54,7 @@ from hopsim.timing.atomics import atomic_costs, atomic_op
 from hopsim.timing.opclass import (PIPES, carried_need, class_costs, elect_guarded, elected_predicates,
                                    load_destinations, op_costs, schedule_run, touched_rows, unit_destinations)
 from hopsim.timing.smem_cost import ideal_wavefronts
-from hopsim.timing.pipes import Jitter, Pipe
+from hopsim.timing.pipes import QUANTUM, Jitter, Pipe, _ceil
 from hopsim.timing.units import GmemRequests, Schedulers, SmemPort, TensorCores, TmaUnit
 
 ALU_BATCH = 64
@@ -329,7 +329,10 @@ class CtaRun:
                         # (microbench__wgmma: a round with L wgmmas = the empty round + their latency)
                         at = AT_DRAIN
                         yield _timeout(env, c.wgmma_sync)
-                    st.add_wait(wait_name(key), env._now - now)
+                    if env._now > now:  # (st.add_wait inlined: the hot path)
+                        wn = wait_name(key)
+                        waits = st.wait
+                        waits[wn] = waits.get(wn, 0.0) + (env._now - now)
                     if slices is not None:
                         slices.append((now, env.now, f"wait {ex.describe(key)}"))
                     woken = True
@@ -343,7 +346,14 @@ class CtaRun:
                         st.add_wait("alu_latency", env.now - now)
                         now = env.now
             st.instructions += eff.count
-            issued = smsp.reserve(now, eff.count * c.issue)
+            svc = _ceil(eff.count * c.issue * QUANTUM) / QUANTUM  # smsp.reserve(now, count x issue), inlined
+            s0 = now if now > smsp.next_free else smsp.next_free
+            issued = s0 + svc
+            if smsp.slices is not None and svc > 0:
+                smsp.slices.append((s0, issued, ""))
+            smsp.next_free = issued
+            smsp.busy += svc
+            smsp.uses += 1
             if kind == EXIT:
                 if issued > now:
                     at = AT_EXIT

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hopsim.functional.effect import Kind
+from hopsim.functional.effect import Effect, Kind, alu_effect
 from hopsim.functional.executor import CTAExecutor, Launch
 from hopsim.functional.gmem import GlobalMemory
 
@@ -484,3 +484,12 @@ def test_uniform_fast_path_equals_numpy(op, ref, x, y):
     assert ex.warps[0].uni[ex.prog.layout.row("%r3")] is not None  # really took the scalar path
     xs, ys = np.full(32, x, U), np.full(32, y, U)
     assert np.array_equal(g.view("OUT", U), ref(xs, ys).astype(U))
+
+
+def test_alu_effect_is_the_keyword_effect():
+    """alu_effect (the executor's positional constructor of a register-only run's Effect) gives the
+    Effect the keyword form gives, every other field at its default."""
+    run_ops = [object()]
+    got = alu_effect(Kind.ALU, 3, 17, "add.u32", 2, 32, True, run_ops)
+    want = Effect(kind=Kind.ALU, warp=3, index=17, instr="add.u32", count=2, lanes=32, resumed=True, run=run_ops)
+    assert got == want and got.extra == {} and got.extra is not want.extra
