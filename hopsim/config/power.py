@@ -5,6 +5,7 @@ Board power at SM clock f (MHz) running a launch with event rates r_i (events/s)
     P(f) = floor_w + v(f)^2 * [ (idle_clock_w + active_base_w * sm_fraction
                                  + l2_active_w * [any L2 -> SM bytes]) * f / f_max
                                 + sum_core e_i * r_i ] + sum_dram e_j * r_j
+           (core events include the TMA tensor loads' L2 requests and bytes: e_tma_request_pj, e_tma_byte_pj)
            + l2_fed_sq_w * (r_l2d / 1e12)^2 * [any tensor FLOPs]
     v(f) = voltage_intercept + (1 - voltage_intercept) * f / f_max     (core voltage / its value at f_max)
 
@@ -73,6 +74,8 @@ class H100Power(ParamGroup):
     e_smem_ld_pj_per_wavefront: Param = P(1300, "pJ/wavefront", "LSU shared-memory load wavefront (32 lanes x 4 B), beyond its instruction's issue", _A)
     e_smem_st_pj_per_wavefront: Param = P(1800, "pJ/wavefront", "LSU shared-memory store wavefront, beyond its instruction's issue", _A)
     e_instruction_pj: Param = P(180, "pJ/warp instruction", "one issued warp instruction (FFMA, 32 lanes) incl. register-file traffic", _A)
+    e_tma_request_pj: Param = P(0, "pJ/request", "core-rail energy per L2 request of a TMA tensor load (a box row up to 128 B, or each 128-B piece of a wider one), beyond its bytes' energies", _A)
+    e_tma_byte_pj: Param = P(0, "pJ/B", "core-rail energy per byte of a TMA tensor load (cp.async.bulk.tensor) beyond e_l2_pj_per_byte (fitted on bulk copies)", _A)
     l2_fed_sq_w: Param = P(0, "W/(TB/s)^2", "extra power of a tensor launch fed from L2 (TMA), per (the L2's distinct byte rate in TB/s: a tile several SMs read together counts once)^2, beyond the per-byte and per-FLOP energies; not voltage-scaled", _A)
     tensor_cap_f16f32_tflops: Param = P(900, "TFLOP/s", "tensor throughput cap, f16 -> f32: the dense rate at which a 100%-duty zero-operand burner settles (clock held, reason SW power cap, far below the board limit)", _A)
     tensor_cap_bf16f32_tflops: Param = P(950, "TFLOP/s", "tensor throughput cap, bf16 -> f32 (as above)", _A)

@@ -17,6 +17,9 @@ not scaling. Event counts are what the simulation counted (hopsim/result.py):
                          energies). The wgmma SS operand reads are inside the tensor energy (the
                          burner is SS), TMA fills inside the L2 byte energy: not counted twice.
     instructions         the warp instructions every role issued
+    TMA tensor loads     extra.tma_load_rows (L2 requests: box rows, 128-B pieces) and
+                         extra.tma_load_bytes: energies beyond the L2 byte energy (which bulk
+                         copies fitted), from the box-shape microbenchmark power/light_tmaw/
 
 plus the fed-L2 term (`l2_fed_sq_w`): a launch whose tensor cores are fed from L2 (tensor FLOPs
 and L2 -> SM bytes, as a TMA-fed GEMM) draws coefficient x (the L2's distinct byte rate, in
@@ -58,6 +61,8 @@ class Events:
     smem_ld_wavefronts: float = 0.0
     smem_st_wavefronts: float = 0.0
     instructions: float = 0.0
+    tma_requests: float = 0.0             # L2 requests of TMA tensor loads (box rows, 128-B pieces)
+    tma_bytes: float = 0.0                # bytes of TMA tensor loads (also in l2_bytes)
     sm_fraction: float = 1.0              # SMs the launch used / SMs of the chip
     zero_data: bool = False               # all-zero tensor operands (the records' zero points only)
 
@@ -72,6 +77,7 @@ class Events:
                    l2_bytes=loaded + float(res.bytes_stored), l2_shared_bytes=max(0.0, loaded - distinct),
                    hbm_read_bytes=float(res.bytes_hbm), hbm_write_bytes=float(res.bytes_stored),
                    smem_wavefronts=float(res.smem_wavefronts), instructions=insts,
+                   tma_requests=float(extra.get("tma_load_rows", 0)), tma_bytes=float(extra.get("tma_load_bytes", 0)),
                    sm_fraction=min(1.0, max(0.0, res.sms_used / num_sms)))
 
     @property
@@ -158,6 +164,7 @@ class PowerModel:
                               + r.smem_ld_wavefronts * v["e_smem_ld_pj_per_wavefront"]
                               + r.smem_st_wavefronts * v["e_smem_st_pj_per_wavefront"]),
             "instructions": s * r.instructions * v["e_instruction_pj"] * PJ,
+            "tma": s * PJ * (r.tma_requests * v["e_tma_request_pj"] + r.tma_bytes * v["e_tma_byte_pj"]),
             "dram": PJ * (r.hbm_read_bytes * v["e_dram_read_pj_per_byte"]
                           + r.hbm_write_bytes * v["e_dram_write_pj_per_byte"]),
         }

@@ -39,6 +39,10 @@ clock: the GEMM-like light_pipe_* (TMA-fed wgmma) and the 10%-duty wgmma burners
 | l2_fed_sq_w | after the fit above, with its model: least squares on the TMA+wgmma pipe runs |
 |   | (light_pipe2/, light_pipe2_ladder/, light_pipe2hi/) of power - model - measured idle drift, with two |
 |   | nuisance columns (mbarrier arrives/s, a constant): hopsim/validate/calibrate_power_pipe.py |
+| e_tma_request_pj, e_tma_byte_pj | after the burner fit, with its model: least squares on the TMA box-shape |
+|   | run (light_tmaw/: tensor-map boxes of 32/64/128-B rows x 8/128 rows, no tensor work) of power - |
+|   | model - measured idle drift on L2 requests/s and bytes/s, a run constant beside: |
+|   | hopsim/validate/calibrate_power_tmaw.py |
 | tensor_sm_clock_ratio | validation/records/h100/microbench__clock_truth.json (a clock microbenchmark beside the |
 |   | power records): median over its development GEMM loops of the SMs' clock64/%globaltimer clock |
 |   | (last launches at steady state) over NVML's time-weighted SM clock of the steady window |
@@ -57,7 +61,7 @@ import numpy as np
 from hopsim.config.base import Param
 from hopsim.config.power import H100Power, POWER_FILES, TENSOR_VARIANTS
 from hopsim.power.model import Events, PowerModel
-from hopsim.validate import calibrate_power_pipe
+from hopsim.validate import calibrate_power_pipe, calibrate_power_tmaw
 from isa.errors import HopsimError
 from validation.power.records import POWER_RECORDS_DIR, load_all
 
@@ -275,10 +279,18 @@ def derive(records_dir: pathlib.Path | None = None) -> tuple[dict[str, tuple[flo
         f"idle drift on (chip L2 -> SM TB/s)^2 for tensor launches, nuisance mbarrier energy + constant (rms "
         f"{pipe['rms_w']:.1f} W, max |res| {pipe['max_abs_w']:.1f} W), see calibrate_power_pipe.py "
         f"({calibrate_power_pipe.runs_tag(d)})"))
+    tmaw = calibrate_power_tmaw.fit(_with(base, burner_fit), d)
+    for k in calibrate_power_tmaw.FIELDS:
+        out[k] = (tmaw[k], (
+            f"measured: power/light_tmaw/ (TMA tensor-map boxes of 32/64/128-B x 8/128 rows from L2 on every SM, "
+            f"{len(tmaw['points'])} points, 0.7-7.5 TB/s): least squares of power - burner-fitted model - measured idle "
+            f"drift on L2 requests/s and bytes/s (x v(f)^2) + a run constant ({tmaw['offset_w']:+.1f} W; rms "
+            f"{tmaw['rms_w']:.1f} W, max |res| {tmaw['max_abs_w']:.1f} W), see calibrate_power_tmaw.py "
+            f"({calibrate_power_tmaw.run_tag(d)})"))
     fit = {"rms_w": rms, "points": [{"name": p["name"], "mhz": p["mhz"], "measured_w": p["power_w"],
                                      "residual_w": float(e)} for p, e in zip(pts, res)],
            "light_run": {k: x[k] for k in RUN_COLUMNS},
-           "pipe": pipe,
+           "pipe": pipe, "tmaw": tmaw,
            "checks": _checks(_with(base, {**burner_fit, "l2_fed_sq_w": pipe["l2_fed_sq_w"]}),
                              [p for p in light if p["role"] == "check"], x)}
     return out, fit
@@ -345,6 +357,9 @@ def calibrated_json(records_dir: pathlib.Path | None = None) -> dict:
                     "l2_fed_sq": {"rms_w": round(fit["pipe"]["rms_w"], 2),
                                       "nuisance": _rounded(fit["pipe"]["nuisance"]),
                                       "points": [_rounded(p) for p in fit["pipe"]["points"]]},
+                    "tma_tensor_load": {"rms_w": round(fit["tmaw"]["rms_w"], 2),
+                                        "offset_w": round(fit["tmaw"]["offset_w"], 2),
+                                        "points": [_rounded(p) for p in fit["tmaw"]["points"]]},
                     "checks_never_fitted": [_rounded(p) for p in fit["checks"]]}}
 
 

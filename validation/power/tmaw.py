@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from validation.harness import _as_param, encode_tensor_map
 from validation.power import benches, light
 
 STEM = "micro_tma_width"
@@ -58,8 +59,6 @@ def launch_shape(row_bytes: int, rows: int) -> dict:
 def tmaw_point(row_bytes: int, rows: int, duration_s: float) -> dict:
     """Every SM (one CTA each) streams boxes of `row_bytes` x `rows` for duration_s."""
     import cupy as cp  # noqa: PLC0415
-
-    from validation.harness import _as_param, encode_tensor_map  # noqa: PLC0415  (GPU side: cuda bindings)
 
     check(row_bytes, rows)
     n = benches.sm_count()
