@@ -141,7 +141,20 @@ def slowdowns(by_config: dict, scope: str) -> dict:
     return out
 
 
-def run(out: pathlib.Path, reps: int = REPS, window: int = WINDOW) -> pathlib.Path:
+#: the `boxes` suite (seventh session, record microbench__smemport_boxes): the TMA stream's 16 KB
+#: slots filled by boxes of (f16 elements, rows): the GEMM's box shapes, 32/64/128-B rows (the
+#: 32B/64B/128B swizzles) x 8 or 128 rows; (64, 128) is the `smemport` record's one box per slot
+BOX_SHAPES = ((64, 128), (16, 8), (16, 128), (32, 8), (32, 128), (64, 8))
+BOX_CONFIGS = ("tma", "wgmma2+tma", "wgmma1+tma")
+SWIZZLE_OF = {16: "32B", 32: "64B", 64: "128B"}
+
+
+def box_key(box: tuple[int, int]) -> str:
+    return f"w{2 * box[0]}B_r{box[1]}"
+
+
+def _setup(out: pathlib.Path):
+    """(kernel, SM count, source buffer, smem source, flag, serialisation notes) on the GPU machine."""
     import cupy as cp  # noqa: PLC0415  (GPU machine only)
 
     out.mkdir(parents=True, exist_ok=True)
@@ -152,12 +165,75 @@ def run(out: pathlib.Path, reps: int = REPS, window: int = WINDOW) -> pathlib.Pa
     fn.max_dynamic_shared_size_bytes = SMEM_BYTES
     nsm = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["multiProcessorCount"])
     buf = rand_f16_bits(ROWS * 64, seed=1)
-    tmap = _as_param(encode_tensor_map("f16", buf.data.ptr, [64, ROWS], [128], [64, 128], "128B"))
     src = rand_f16_bits((2 * 8192 + 32768) // 2, seed=2)
-    flag = cp.zeros(1, dtype=cp.int32)
+    return fn, nsm, buf, src, cp.zeros(1, dtype=cp.int32), serial
+
+
+def _tmap(buf, box: tuple[int, int]):
+    return _as_param(encode_tensor_map("f16", buf.data.ptr, [64, ROWS], [128], list(box), SWIZZLE_OF[box[0]]))
+
+
+def run(out: pathlib.Path, reps: int = REPS, window: int = WINDOW) -> pathlib.Path:
+    fn, nsm, buf, src, flag, serial = _setup(out)
+    by_config = _measure(fn, nsm, _tmap(buf, (64, 128)), src, flag, CONFIGS, (64, 128), reps, window, "")
+    payload = {
+        "measures": ["shared-memory port: each client's rate alone and beside another (wgmma SS operand reads, "
+                     "TMA fills, ld.shared.v4 / st.shared.v4 / stmatrix wavefronts)"],
+        "results": {"by_config": by_config, "slowdown_1sm": slowdowns(by_config, "1sm"),
+                    "slowdown_all": slowdowns(by_config, "all"), "sm_count": int(nsm), "window_cycles": window,
+                    "ptxas_serialisation_notes": serial},
+        "method": __doc__.split("Method: ", 1)[1].strip(),
+        "units": UNITS,
+    }
+    return write_record("microbench", "smemport", payload, device_provenance(), out)
+
+
+def run_boxes(out: pathlib.Path, reps: int = REPS, window: int = WINDOW) -> pathlib.Path:
+    """The `boxes` suite: wgmma2 alone, then per box shape the TMA stream alone and beside one and
+    two wgmma warpgroups, on one SM and on every SM."""
+    fn, nsm, buf, src, flag, serial = _setup(out)
+    by_config = _measure(fn, nsm, _tmap(buf, (64, 128)), src, flag, ("wgmma1", "wgmma2"), (64, 128), reps, window, "")
+    slow = {}
+    for box in BOX_SHAPES:
+        sfx = "|" + box_key(box)
+        rows = _measure(fn, nsm, _tmap(buf, box), src, flag, BOX_CONFIGS, box, reps, window, sfx)
+        by_config.update(rows)
+        for scope in ("1sm", "all"):
+            for cfg in ("wgmma2+tma", "wgmma1+tma"):
+                row, alone_w, alone_t = (by_config.get(f"{cfg}|{scope}{sfx}"), by_config.get(f"{cfg.split('+')[0]}|{scope}"),
+                                         by_config.get(f"tma|{scope}{sfx}"))
+                if row and alone_w and alone_t and row.get("wgmma_bytes_per_cycle") and row.get("tma_bytes_per_cycle"):
+                    slow[f"{cfg}|{scope}{sfx}|wgmma"] = alone_w["wgmma_bytes_per_cycle"] / row["wgmma_bytes_per_cycle"]
+                    slow[f"{cfg}|{scope}{sfx}|tma"] = alone_t["tma_bytes_per_cycle"] / row["tma_bytes_per_cycle"]
+    payload = {
+        "measures": ["shared-memory port by TMA box shape: wgmma SS operand reads beside TMA fills of 16 KB slots "
+                     "made of 32/64/128-B x 8/128-row boxes"],
+        "results": {"by_config": by_config, "slowdown": slow, "box_shapes": [box_key(b) for b in BOX_SHAPES],
+                    "sm_count": int(nsm), "window_cycles": window, "ptxas_serialisation_notes": serial},
+        "method": ("As microbench__smemport (module docstring), the TMA stream's 16 KB ring slots each filled by "
+                   "(64 / W) x (128 / R) boxes of W f16 x R rows under the slot's one mbarrier (swizzle = the "
+                   "row width); keys cfg|scope|w<row bytes>B_r<rows>; wgmma1/wgmma2 alone once (no TMA)."),
+        "units": UNITS,
+    }
+    return write_record("microbench", "smemport_boxes", payload, device_provenance(), out)
+
+
+UNITS = {"*_bytes_per_cycle": "B per SM cycle (clock64) of that stream, median over CTAs then launches",
+         "*_min_cta": "the slowest CTA's rate (median over launches)",
+         "wgmma_cycles_per_op": "SM cycles per wgmma m64n256k16 (all active warpgroups together)",
+         "*_wavefronts_per_cycle": "128-B wavefronts per SM cycle",
+         "ms_events": "CUDA-event time of one launch (ms)",
+         "slowdown_*": "rate alone / rate in the pair for that stream"}
+
+
+def _measure(fn, nsm: int, tmap, src, flag, configs, box: tuple[int, int], reps: int, window: int,
+             suffix: str) -> dict:
+    """{cfg|scope<suffix>: rates} for `configs` on one SM and on every SM with the TMA boxes `box`."""
+    import cupy as cp  # noqa: PLC0415  (GPU machine only)
+
     by_config = {}
     for scope, grid in (("1sm", 1), ("all", nsm)):
-        for cfg in CONFIGS:
+        for cfg in configs:
             roles = roles_of(cfg)
             launches, ms = [], []
             for r in range(reps + 1):
@@ -165,7 +241,7 @@ def run(out: pathlib.Path, reps: int = REPS, window: int = WINDOW) -> pathlib.Pa
                 e0, e1 = cp.cuda.Event(), cp.cuda.Event()
                 e0.record()
                 fn((grid,), (THREADS,), (src, tmap, np.int32(ROWS - 1), np.int32(roles), np.int64(window), times,
-                                         flag), shared_mem=SMEM_BYTES)
+                                         flag, np.int32(box[0]), np.int32(box[1])), shared_mem=SMEM_BYTES)
                 e1.record()
                 e1.synchronize()
                 if int(flag.get()[0]):
@@ -177,35 +253,23 @@ def run(out: pathlib.Path, reps: int = REPS, window: int = WINDOW) -> pathlib.Pa
             row = median_rates(launches)
             row["ms_events"] = float(statistics.median(ms))
             row["ctas"] = grid
-            by_config[f"{cfg}|{scope}"] = row
+            by_config[f"{cfg}|{scope}{suffix}"] = row
             shown = ", ".join(f"{k} {v:.2f}" for k, v in row.items() if k.endswith("per_cycle"))
-            print(f"  {cfg:18s} {scope:4s}: {shown}  ({row['ms_events']:.3f} ms)", flush=True)
-    payload = {
-        "measures": ["shared-memory port: each client's rate alone and beside another (wgmma SS operand reads, "
-                     "TMA fills, ld.shared.v4 / st.shared.v4 / stmatrix wavefronts)"],
-        "results": {"by_config": by_config, "slowdown_1sm": slowdowns(by_config, "1sm"),
-                    "slowdown_all": slowdowns(by_config, "all"), "sm_count": int(nsm), "window_cycles": window,
-                    "ptxas_serialisation_notes": serial},
-        "method": __doc__.split("Method: ", 1)[1].strip(),
-        "units": {"*_bytes_per_cycle": "B per SM cycle (clock64) of that stream, median over CTAs then launches",
-                  "*_min_cta": "the slowest CTA's rate (median over launches)",
-                  "wgmma_cycles_per_op": "SM cycles per wgmma m64n256k16 (all active warpgroups together)",
-                  "*_wavefronts_per_cycle": "128-B wavefronts per SM cycle",
-                  "ms_events": "CUDA-event time of one launch (ms)",
-                  "slowdown_*": "rate alone / rate in the pair for that stream"},
-    }
-    return write_record("microbench", "smemport", payload, device_provenance(), out)
+            print(f"  {cfg:18s} {scope:4s}{suffix}: {shown}  ({row['ms_events']:.3f} ms)", flush=True)
+    return by_config
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=pathlib.Path, required=True, help="directory for microbench__smemport.json")
     ap.add_argument("--reps", type=int, default=REPS, help=f"timed launches per configuration (default {REPS})")
+    ap.add_argument("--suite", choices=("port", "boxes"), default="port",
+                    help="port: microbench__smemport (default); boxes: microbench__smemport_boxes (TMA box shapes)")
     args = ap.parse_args(argv)
     if args.reps < 1:
         print(f"--reps {args.reps}: must be >= 1", file=sys.stderr)
         return 2
-    print(run(args.out, reps=args.reps))
+    print((run_boxes if args.suite == "boxes" else run)(args.out, reps=args.reps))
     return 0
 
 

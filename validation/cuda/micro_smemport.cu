@@ -1,5 +1,5 @@
 // Shared-memory port contention (sm_90a): see validation/micro_smemport.py (record microbench__smemport).
-// One kernel, smemport(src, map, rows_mask, roles, window, times, flag), 384 threads, 1 CTA per SM:
+// One kernel, smemport(src, map, rows_mask, roles, window, times, flag, box_w, box_r), 384 threads, 1 CTA per SM:
 //   warps 0-3  wgmma warpgroup 0 (role bit 0)   m64n256k16 f16 -> f32, SS (A and B in smem, 128B swizzle)
 //   warps 4-7  wgmma warpgroup 1 (role bit 1)   same, its own A tile, the same B tile
 //   warp  8    TMA fill stream, lane 0 (bit 2)   16 KB boxes (128 B x 128 rows) of an L2-resident map
@@ -67,8 +67,14 @@ __device__ __forceinline__ void sp_wgmma(int wg, volatile int* stop, uint32_t a_
   if (s == 12345.678f) slot[0] = -1;  // keep the accumulators live
 }
 
+// One ring slot (16 KB: 64 f16 x 128 rows of the map) is filled by (64 / box_w) x (128 / box_r) boxes
+// of box_w elements x box_r rows under the slot's one mbarrier (box 64 x 128: one box, as the record
+// microbench__smemport measured; narrower/shorter boxes: the same bytes in more box rows).
 __device__ __forceinline__ void sp_tma(uint32_t ring, uint64_t* bars, const CUtensorMap* map, int rows_mask,
-                                       long long t0, long long window, long long* slot, int* flag) {
+                                       long long t0, long long window, long long* slot, int* flag, int box_w,
+                                       int box_r) {
+  const int ncol = 64 / box_w, nrow = 128 / box_r;
+  const uint32_t box_bytes = static_cast<uint32_t>(2 * box_w * box_r);
   long long n = 0;
   const int row0 = static_cast<int>(blockIdx.x) * 128 * 37;
 #pragma unroll 1
@@ -82,7 +88,12 @@ __device__ __forceinline__ void sp_tma(uint32_t ring, uint64_t* bars, const CUte
       }
     }
     sm90::mbar_arrive_expect_tx(bar, SP_BOX);
-    sm90::tma_load_2d(ring + s * SP_BOX, map, 0, static_cast<int>((row0 + n * 128) & rows_mask), bar);
+#pragma unroll 1
+    for (int ri = 0; ri < nrow; ++ri)
+#pragma unroll 1
+      for (int cj = 0; cj < ncol; ++cj)
+        sm90::tma_load_2d(ring + s * SP_BOX + (ri * ncol + cj) * box_bytes, map, cj * box_w,
+                          static_cast<int>((row0 + n * 128 + ri * box_r) & rows_mask), bar);
     ++n;
   }
   for (long long j = (n > SP_RING ? n - SP_RING : 0); j < n; ++j) {  // drain: every issued box has landed
@@ -135,7 +146,7 @@ __device__ __forceinline__ void sp_lsu(int kind, uint32_t region, long long t0, 
 
 extern "C" __global__ void __launch_bounds__(384, 1)
     smemport(const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int roles,
-             long long window, long long* __restrict__ times, int* __restrict__ flag) {
+             long long window, long long* __restrict__ times, int* __restrict__ flag, int box_w, int box_r) {
   extern __shared__ __align__(16) uint8_t sp_smem[];
   __shared__ __align__(8) uint64_t bars[SP_RING];
   __shared__ long long start;
@@ -165,7 +176,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int wg = warp >> 2;
     if (roles & (1 << wg)) sp_wgmma(wg, stop[wg], wg ? a1 : a0, b, t0, window, slots + 2 * wg);
   } else if (warp == 8) {
-    if ((roles & 4) && tid == 256) sp_tma(ring, bars, &map, rows_mask, t0, window, slots + 4, flag);
+    if ((roles & 4) && tid == 256) sp_tma(ring, bars, &map, rows_mask, t0, window, slots + 4, flag, box_w, box_r);
   } else {
     const int kind = (roles & 8) ? 0 : (roles & 16) ? 1 : (roles & 32) ? 2 : -1;
     if (kind >= 0) sp_lsu(kind, lsu + (warp - 9) * SP_LSU, t0, window, slots + 2 * (warp - 6));
