@@ -32,7 +32,11 @@ SINGLE_REPS = 15          # single launches on an idle GPU (event, launch, event
 # ---------------------------------------------------------------- spin (wave tail)
 SPIN_CYCLES = (0, 2000, 20000)
 #: (label, threads per CTA, dynamic smem bytes, resident CTAs per SM the smem/threads allow)
-SPIN_OCC = (("occ1", 128, 120 * 1024, 1), ("occ2", 1024, 0, 2), ("occ16", 128, 0, 16))
+SPIN_OCC = (("occ1", 128, 120 * 1024, 1), ("occ2", 1024, 0, 2), ("occ16", 128, 0, 16),
+            ("occ8", 256, 26 * 1024, 8))
+"""occ8: the membound kernels' shape (256 threads, 8 CTAs per SM by shared memory: 8 x 27 KB fit
+the 228 KB, 9 do not): the relaunch gap when 8 slots per SM free and refill (copy f32 one element
+per thread: the H100 runs it as fast as its grid-stride form, the model's occ1 gap makes it slower)."""
 SPIN_GRIDS = (1, 66, 132, 133, 198, 264, 265, 396, 660, 1056, 2112)
 SPIN_GRAPH_LAUNCHES = 20
 SPIN_BATCHES = 3
