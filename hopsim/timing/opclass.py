@@ -138,13 +138,35 @@ def schedule_run(run, table: dict[int, ClassCost], start: float, pipes: list, re
     run's); `pipes` (the warp's sub-partition's, by pipe_id) are reserved from `start` for the
     run's `pipe` cycles per class. Returns when the warp may issue again: its last op's gap
     passed, the pipes having taken the run."""
-    t = start
-    end = start
-    occ: dict = {}
     steps = table.steps if isinstance(table, CostTable) else {
         i: (op.rows, op.guard_row, c.latency, op.rows_written, c.pipe, c.pipe_id, c.warp)
         for op in run for i, c in ((op.index, table[op.index]),)}
     get = ready.get
+    if len(run) == 1:  # (the loop below for one op, without its bookkeeping: a third of the runs)
+        rows, g, latency, written, pipe, pipe_id, warp = steps[run[0].index]
+        need = start
+        if ready:
+            for r in rows:
+                x = get(r)
+                if x is not None and x > need:
+                    need = x
+            if g is not None:
+                x = get(g)
+                if x is not None and x > need:
+                    need = x
+        done = need + latency
+        for r in written:
+            ready[r] = done
+        t = need + warp
+        end = t if t > start else start
+        if pipe:
+            e = pipes[pipe_id].reserve(start, 0.0 + pipe, PIPES[pipe_id])
+            if e > end:
+                end = e
+        return end
+    t = start
+    end = start
+    occ: dict = {}
     for op in run:
         rows, g, latency, written, pipe, pipe_id, warp = steps[op.index]
         need = t
