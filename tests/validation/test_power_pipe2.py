@@ -136,7 +136,7 @@ def test_the_shared_source_points_come_in_pairs(capsys):
     assert not any(p["name"].startswith("pipe2sh_") for p in run.plan())
     assert all("spread" not in p["kw"] for p in pipe2.plan() if not p["name"].startswith("pipe2sh_"))
     src = benches.SOURCES["power_light"].read_text()
-    assert src.count("(unsigned long long)spread * PIPE_STAGE") == 3
+    assert src.count("((blockIdx.x / group) * (unsigned long long)spread * PIPE_STAGE)") == 3
     assert run.main(["--plan", "--only", "pipe2sh_,idle_after", "--budget-s", "170"]) == 0
     assert "planned" in capsys.readouterr().out
 
@@ -151,4 +151,15 @@ def test_the_source_size_points_span_l2_and_hbm(capsys):
     assert max(p["kw"]["src_mb"] for p in sel) << 20 > 50 * 10**6 * 4
     assert all("src_mb" not in p["kw"] for p in pipe2.plan() if not p["name"].startswith("pipe2src_"))
     assert run.main(["--plan", "--only", "pipe2src_,idle_after", "--budget-s", "170"]) == 0
+    assert "planned" in capsys.readouterr().out
+
+
+def test_the_share_group_points_span_one_to_every_sm(capsys):
+    """pipe2grp_: the paced pipe and its TMA stream alone with groups of 1..132 CTAs on the same
+    addresses (group 1 = every earlier point's pattern)."""
+    sel = [p for p in run.selectable() if p["name"].startswith("pipe2grp_")]
+    assert len(sel) == len(pipe2.GROUP_POINTS) == 10
+    assert {p["kw"]["group"] for p in sel} == {1, 2, 4, 16, 132}
+    assert all("group" not in p["kw"] for p in pipe2.plan() if not p["name"].startswith("pipe2grp_"))
+    assert run.main(["--plan", "--only", "pipe2grp_,idle_after", "--budget-s", "170"]) == 0
     assert "planned" in capsys.readouterr().out

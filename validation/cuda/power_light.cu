@@ -298,7 +298,9 @@ extern "C" __global__ void churn(unsigned int sleep_ns) {
 // producer (and in nobar the consumer too) starts at most one stage per `period` SM cycles
 // (clock64; 0 = as fast as the pipe goes). spread: CTA b starts reading at b x spread x 40 KB (mod the
 // buffer): 7919 (every run before the seventh session) = every SM on its own data; 0 = every SM
-// reads the same addresses in the same order (the shared-source points, pipe2.SHARED_POINTS).
+// reads the same addresses in the same order (the shared-source points, pipe2.SHARED_POINTS). group:
+// CTAs b with the same b / group start at the same offset (1: every CTA its own; g: groups of g
+// consecutive CTAs read the same addresses together, as the CTAs of a GEMM sharing a tile).
 // counts[0] wgmma, [1] TMA bytes of the loop, [2] TMA
 // requests, [3] mbarrier arrives (instructions), [4] mbarrier waits (per waiting warp; the
 // consumer warps count one each), [5] stages consumed (consumer iterations).
@@ -340,10 +342,10 @@ __device__ __forceinline__ void p2_bar_sync_consumers() { asm volatile("bar.sync
 __device__ void p2_producer(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts,
                             uint64_t* full, uint64_t* empty, volatile int* stopf, uint32_t base,
                             unsigned long long duration_ns, uint32_t req_bytes, int stages, bool tma,
-                            long long period, unsigned int spread) {
+                            long long period, unsigned int spread, unsigned int group) {
   const unsigned long long t0 = sm90::globaltimer_ns();
   const uint32_t n_req = PIPE_STAGE / req_bytes;
-  unsigned long long off = (blockIdx.x * (unsigned long long)spread * PIPE_STAGE) % buf_bytes;
+  unsigned long long off = ((blockIdx.x / group) * (unsigned long long)spread * PIPE_STAGE) % buf_bytes;
   unsigned long long bytes = 0, reqs = 0, arrives = 0, waits = 0;
   long long next = clock64();
 #pragma unroll 1
@@ -386,10 +388,10 @@ __device__ void p2_producer(const uint8_t* buf, unsigned long long buf_bytes, un
 // never coupled to the consumer; drains every copy in flight before it returns.
 __device__ void p2_stream(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts,
                           uint64_t* bar, uint32_t dst, unsigned long long duration_ns, uint32_t req_bytes,
-                          int stages, long long period, unsigned int spread) {
+                          int stages, long long period, unsigned int spread, unsigned int group) {
   const unsigned long long t0 = sm90::globaltimer_ns();
   const uint32_t n_req = PIPE_STAGE / req_bytes;
-  unsigned long long off = (blockIdx.x * (unsigned long long)spread * PIPE_STAGE) % buf_bytes;
+  unsigned long long off = ((blockIdx.x / group) * (unsigned long long)spread * PIPE_STAGE) % buf_bytes;
   unsigned long long bytes = 0, reqs = 0, arrives = 0, waits = 0;
   long long next = clock64();
   int it = 0;
@@ -426,7 +428,7 @@ __device__ void p2_stream(const uint8_t* buf, unsigned long long buf_bytes, unsi
 extern "C" __global__ void __launch_bounds__(160, 1)
     pipe2(const uint8_t* buf, unsigned long long buf_bytes, unsigned long long* counts, unsigned int* smids,
           float* sink, unsigned long long duration_ns, unsigned int req_bytes, int stages, int mode, int reuse,
-          long long period, unsigned int spread) {
+          long long period, unsigned int spread, unsigned int group) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   __shared__ __align__(8) uint64_t full[PIPE_MAX_STAGES], empty[PIPE_MAX_STAGES], init_bar;
   __shared__ volatile int stopf[PIPE_MAX_STAGES];
@@ -450,16 +452,16 @@ extern "C" __global__ void __launch_bounds__(160, 1)
     if (threadIdx.x != 128) return;
     if (prefill) {  // the consumer's S stages, once (random data; not counted)
       const uint32_t fill = stages * PIPE_STAGE, ib = sm90::smem_u32(&init_bar);
-      const unsigned long long off = (blockIdx.x * (unsigned long long)spread * PIPE_STAGE) % (buf_bytes - fill);
+      const unsigned long long off = ((blockIdx.x / group) * (unsigned long long)spread * PIPE_STAGE) % (buf_bytes - fill);
       sm90::mbar_arrive_expect_tx(ib, fill);
       for (uint32_t i = 0; i < fill / 8192; ++i) bulk_g2s(base + i * 8192, buf + off + i * 8192, 8192, ib);
     }
     if (mode == P2_NOBAR)
       p2_stream(buf, buf_bytes, counts, full, base + stages * PIPE_STAGE, duration_ns, req_bytes, stages, period,
-                spread);
+                spread, group);
     else
       p2_producer(buf, buf_bytes, counts, full, empty, stopf, base, duration_ns, req_bytes, stages,
-                  mode == P2_FULL || mode == P2_NOWGMMA, period, spread);
+                  mode == P2_FULL || mode == P2_NOWGMMA, period, spread, group);
     return;
   }
   if (prefill) sm90::mbar_wait(sm90::smem_u32(&init_bar), 0);

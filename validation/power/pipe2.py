@@ -92,7 +92,7 @@ def stage_cycles(res: dict, ctas: int) -> dict:
 
 def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse: int = 1, period: int = 0,
                 sms: int | None = None, launch_s: float = 0.2, spread: int = SPREAD,
-                src_mb: int = SRC_MB) -> dict:
+                src_mb: int = SRC_MB, group: int = 1) -> dict:
     """`sms` CTAs (default: every SM, one each) of the pipe in `mode` (see the module docstring);
     `spread` SPREAD: every CTA reads its own data, 0: every CTA reads the same addresses; `src_mb`:
     the source's size in MiB (8: L2-resident, as every earlier run; beyond the 50 MB L2: from HBM)."""
@@ -107,7 +107,7 @@ def pipe2_point(mode: str, req_bytes: int, stages: int, duration_s: float, reuse
     smids = cp.zeros(n, dtype=cp.uint32)
     sink = cp.zeros(256, dtype=cp.float32)
     args = (buf, np.uint64(buf.size), counts, smids, sink, np.uint64(int(launch_s * 1e9)), np.uint32(req_bytes),
-            np.int32(stages), np.int32(MODES[mode]), np.int32(reuse), np.int64(period), np.uint32(spread))
+            np.int32(stages), np.int32(MODES[mode]), np.int32(reuse), np.int64(period), np.uint32(spread), np.uint32(group))
     call = lambda: fn((n,), (THREADS,), args, shared_mem=smem)  # noqa: E731
     res = benches.measured(duration_s, lambda ps: light._chained(call, counts, COUNTERS, duration_s, launch_s, ps))
     src = "" if spread else ", every SM on the same source addresses"
@@ -193,9 +193,23 @@ def shared_name(mode: str, req_bytes: int, stages: int, reuse: int, period: int,
 SOURCE_POINTS = tuple((mode, mb) for mode in ("nowgmma", "full") for mb in (8, 32, 256))
 
 
+#: the share-group points (seventh session; `--only pipe2grp_,idle_after`): the paced pipe (PERIOD,
+#: 3.8 TB/s) and its TMA stream alone (nowgmma) on every SM, with groups of g consecutive CTAs reading
+#: the same addresses together (g = 1: every SM its own data; 132: every SM the same, as the `same`
+#: shared-source points): does the saving of shared reads grow as (g - 1) / g of the bytes, as the
+#: model's shared bytes (delivered - distinct) would have it, for the 2-16 SMs of a GEMM's shared tile?
+GROUP_POINTS = tuple((mode, g) for mode in ("nowgmma", "full") for g in (1, 2, 4, 16, 132))
+
+
 def plan() -> list[dict]:
     """The pipe2 points (family 'light_pipe2'), POINT_S of load each."""
     pts = []
+    for mode, g in GROUP_POINTS:
+        check(mode, 8192, 2, 1, PERIOD, None)
+        pts.append({"family": "light_pipe2", "name": f"pipe2grp_{mode}_req8192_s2_p{PERIOD}_g{g}",
+                    "seconds": POINT_S, "fn": pipe2_point,
+                    "kw": {"mode": mode, "req_bytes": 8192, "stages": 2, "reuse": 1, "period": PERIOD,
+                           "sms": None, "duration_s": POINT_S, "group": g}})
     for mode, mb in SOURCE_POINTS:
         check(mode, 8192, 2, 1, 2 * PERIOD, None)
         pts.append({"family": "light_pipe2", "name": f"pipe2src_{mode}_req8192_s2_p{2 * PERIOD}_src{mb}mb",
