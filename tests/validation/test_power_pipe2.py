@@ -160,6 +160,8 @@ def test_the_share_group_points_span_one_to_every_sm(capsys):
     sel = [p for p in run.selectable() if p["name"].startswith("pipe2grp_")]
     assert len(sel) == len(pipe2.GROUP_POINTS) == 10
     assert {p["kw"]["group"] for p in sel} == {1, 2, 4, 16, 132}
-    assert all("group" not in p["kw"] for p in pipe2.plan() if not p["name"].startswith("pipe2grp_"))
+    assert all("group" not in p["kw"] for p in pipe2.plan() if not p["name"].startswith(("pipe2grp_", "pipe2grpu_")))
+    unp = [p for p in run.selectable() if p["name"].startswith("pipe2grpu_")]
+    assert len(unp) == len(pipe2.GROUP_UNPACED) and all(p["kw"]["period"] == 0 for p in unp)
     assert run.main(["--plan", "--only", "pipe2grp_,idle_after", "--budget-s", "170"]) == 0
     assert "planned" in capsys.readouterr().out

@@ -199,16 +199,21 @@ SOURCE_POINTS = tuple((mode, mb) for mode in ("nowgmma", "full") for mb in (8, 3
 #: shared-source points): does the saving of shared reads grow as (g - 1) / g of the bytes, as the
 #: model's shared bytes (delivered - distinct) would have it, for the 2-16 SMs of a GEMM's shared tile?
 GROUP_POINTS = tuple((mode, g) for mode in ("nowgmma", "full") for g in (1, 2, 4, 16, 132))
+#: ... and unpaced on every SM (`--only pipe2grpu_,idle_after`): with sharing the L2 delivers beyond its
+#: ~7 TB/s of distinct reads, as 128x128-tile GEMMs are simulated to (8-9 TB/s); the full pipe is at
+#: the cap there, so its clock tests the fed-L2 term's variable and form at GEMM-like delivered rates
+GROUP_UNPACED = (("full", 1), ("full", 16), ("full", 132), ("nowgmma", 1), ("nowgmma", 16))
 
 
 def plan() -> list[dict]:
     """The pipe2 points (family 'light_pipe2'), POINT_S of load each."""
     pts = []
-    for mode, g in GROUP_POINTS:
-        check(mode, 8192, 2, 1, PERIOD, None)
-        pts.append({"family": "light_pipe2", "name": f"pipe2grp_{mode}_req8192_s2_p{PERIOD}_g{g}",
+    for (mode, g), period in [*((x, PERIOD) for x in GROUP_POINTS), *((x, 0) for x in GROUP_UNPACED)]:
+        check(mode, 8192, 2, 1, period, None)
+        stem, pace = ("pipe2grp", f"p{PERIOD}") if period else ("pipe2grpu", "unpaced")
+        pts.append({"family": "light_pipe2", "name": f"{stem}_{mode}_req8192_s2_{pace}_g{g}",
                     "seconds": POINT_S, "fn": pipe2_point,
-                    "kw": {"mode": mode, "req_bytes": 8192, "stages": 2, "reuse": 1, "period": PERIOD,
+                    "kw": {"mode": mode, "req_bytes": 8192, "stages": 2, "reuse": 1, "period": period,
                            "sms": None, "duration_s": POINT_S, "group": g}})
     for mode, mb in SOURCE_POINTS:
         check(mode, 8192, 2, 1, 2 * PERIOD, None)
