@@ -35,15 +35,6 @@ Model (what it does):
   idles. The writer never waits for its write-back. Simplification: every stored byte is written
   back once (a line stored twice counts twice); the dirty bytes left at kernel end are counted in
   `bytes_to_hbm` but written after the kernel.
-- **Loaded latency of ld.global misses under mixed traffic** (`timing.hbm_loaded_latency_fraction`
-  k): an ld.global line that misses L2 while the link also carries write-backs waits, beyond the
-  unloaded miss latency L0, k x w x the link time of the bytes in flight (its SM's reads and their
-  share w of writes, w = bytes written back / bytes read from HBM so far, at most 1): by Little's
-  law that link time is u x L (u: the link's busy fraction so far), so L = L0 / (1 - k w u). A
-  copy thread with one 4-B load outstanding then runs at its Little's-law rate below the link's
-  (membw copyu: 2-8 KB in flight per SM), while a float4 copy (32 KB) still saturates the link
-  (the FIFO's wait takes over). Read-only traffic (w = 0) and TMA loads keep the unloaded latency
-  (not calibrated for them).
 - **Miss merging (MSHR)**: a tile records when its bytes are in L2 (HBM pipe end + HBM latency -
   L2 latency); a hit on a tile still being fetched starts its L2 transfer only then, so CTAs
   that request a tile together all wait for the one HBM fetch (which moves the bytes once).
@@ -226,7 +217,6 @@ class MemorySystem:
         self.l2_bw = gpu.l2_bytes_per_cycle  # bytes/s at the run's SM clock (config)
         self.hbm_bw = gpu.hbm_bytes_per_cycle
         self.hbm_wr_bw = gpu.hbm_write_bytes_per_cycle
-        self.loaded_frac = float(t.hbm_loaded_latency_fraction.value)  # k of the loaded ld.global miss latency
         self.wb_room = float(gpu.timing.l2_dirty_fraction.value) * float(gpu.spec.l2_bytes.value)
         self.wb_debt = 0.0  # stored bytes not yet written back (dirty in L2)
         self.l2_req = gpu.l2_requests_per_cycle
@@ -258,21 +248,8 @@ class MemorySystem:
                    requests * (1.0 - self.merge_req * (1.0 - share)) / self.l2_req,
                    nbytes / self.l2_dlv, requests / self.l2_dlv_req)
 
-    def loaded_extra(self, now: float) -> float:
-        """Cycles an ld.global miss at `now` waits beyond the unloaded latency L0 when write-backs
-        share the link (`timing.hbm_loaded_latency_fraction` k; module docstring): with c = k w u,
-        c L0 / (1 - c), u the link's busy fraction since the launch began (its HBM pipe's busy
-        cycles / now), w its written / read HBM bytes so far (at most 1). The fixed point of
-        L = L0 + k w x (1/R + w/X) of the calibration (x (1/R + w/X) = u L by Little's law)."""
-        k, read = self.loaded_frac, self.bytes_from_hbm
-        if not k or not self.bytes_to_hbm or not read or now <= 0:
-            return 0.0
-        c = k * min(1.0, self.bytes_to_hbm / read) * min(1.0, self.hbm_pipe.busy / now)
-        return c * self.hbm_latency / (1.0 - c)
-
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
-             hbm_share: float = 1.0, requests: int = 1, port: SharedPort | None = None,
-             lsu: bool = False) -> tuple[float, bool]:
+             hbm_share: float = 1.0, requests: int = 1, port: SharedPort | None = None) -> tuple[float, bool]:
         """Read a tile arriving at `arrival`; return (time its bytes reach the SM, hit?).
 
         `hit` given: the residency was decided at CTA dispatch (partitioned mode, memo.py); a
@@ -281,9 +258,7 @@ class MemorySystem:
         hit or miss, `hbm_share` is also its share of the L2 read of those bytes (read once,
         delivered to each reader). Without `hit` (shared mode) every read is a distinct read.
         `port`: the requesting SM's `SharedPort` (shared mode): its requests take each link in
-        their order (none starts before the SM's previous one on that link has ended).
-        `lsu`: an ld.global line (an LSU load): a miss then adds `loaded_extra` to its latency
-        (a TMA load: unchanged)."""
+        their order (none starts before the SM's previous one on that link has ended)."""
         res = self.residency
         port = port or self.port
         self._reads += 1
@@ -320,8 +295,6 @@ class MemorySystem:
         t = self.l2_pipe.reserve(t, self._l2_service(nbytes, requests, hbm_share), "miss")
         if port is not None:
             port.l2 = t
-        if lsu and self.loaded_frac:
-            t += self.loaded_extra(arrival)
         return t + self.jitter(self.hbm_latency), False
 
     def write(self, arrival: float, key: Hashable, nbytes: int, port: SharedPort | None = None) -> float:
@@ -417,8 +390,8 @@ class SharedPort:
         self.l2 = self.hbm = 0.0
 
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
-             hbm_share: float = 1.0, requests: int = 1, lsu: bool = False) -> tuple[float, bool]:
-        return self.memory.read(arrival, key, nbytes, hit, hbm_share, requests, self, lsu)
+             hbm_share: float = 1.0, requests: int = 1) -> tuple[float, bool]:
+        return self.memory.read(arrival, key, nbytes, hit, hbm_share, requests, self)
 
     def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
         return self.memory.write(arrival, key, nbytes, self)

@@ -652,9 +652,9 @@ class CtaRun:
             if planned:  # L2 residency decided at dispatch (partitioned mode, memo.py)
                 hit, share = self.hits.of(w, len(tl))
                 tl.append((GLINE, (a // LINE,)))
-                t, _ = mem.read(gld.admit(issued, n), ("line", a), b, hit, share, lsu=True)
+                t, _ = mem.read(gld.admit(issued, n), ("line", a), b, hit, share)
             else:
-                t, _ = mem.read(gld.admit(issued, n), ("line", a), b, lsu=True)
+                t, _ = mem.read(gld.admit(issued, n), ("line", a), b)
             t += j * line_issue  # the request's lines are returned one after another
             gld.hold(t, n)
             if t > done:
