@@ -340,7 +340,8 @@ def parse_executor(spec: str | None) -> tuple[str, str | None]:
 
 def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str = "process",
               jobs: int | None = None, progress: bool | None = True, *,
-              dask_timeout_s: float = 10.0, desc: str = "sweep") -> list[dict]:
+              dask_timeout_s: float = 10.0, desc: str = "sweep",
+              while_waiting: Callable[[], object] | None = None) -> list[dict]:
     """Run `fn(point) -> dict` on every point; one row per point, in order.
 
     executor: "process" (local ProcessPoolExecutor, `jobs` workers, default `default_jobs()`), "serial"
@@ -348,7 +349,10 @@ def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str 
     Points are sent in chunks (`chunk_size`), so thousands of points need no change. A point whose
     `fn` raises gets an `error` column; a worker that dies marks its chunk's rows the same way.
     `progress`: True draws a bar on stderr when it is a terminal (or HOPSIM_PROGRESS=1),
-    "force" always, False/None never.
+    "force" always, False/None never. `while_waiting()`: work of this process for after the
+    points (e.g. loading matplotlib for a picture), done once the local workers have started and
+    while they run (the process executor; it would otherwise wait idle; an exception in it is
+    left to the caller's own later call to raise).
     """
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
@@ -363,7 +367,7 @@ def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str 
                 rows[i] = run_point(fn, p)
                 bar.update(1, errors=int("error" in rows[i]))
         elif kind == "process":
-            _run_pool(points, fn, jobs or default_jobs(), rows, bar)
+            _run_pool(points, fn, jobs or default_jobs(), rows, bar, while_waiting)
         else:
             _run_dask(points, fn, address, jobs, rows, bar, dask_timeout_s)
     finally:
@@ -381,12 +385,17 @@ def default_jobs() -> int:
     return (os.cpu_count() or 1) + 1
 
 
-def _run_pool(points, fn, workers, rows, bar) -> None:
+def _run_pool(points, fn, workers, rows, bar, while_waiting=None) -> None:
     workers = min(workers, len(points))
     size = chunk_size(len(points), workers)
     with cf.ProcessPoolExecutor(max_workers=workers) as pool:
         futs = {pool.submit(run_chunk, fn, chunk): (start, chunk)
                 for start, chunk in _chunks(points, size)}
+        if while_waiting is not None:  # the workers exist by now (the first submit starts them all)
+            try:
+                while_waiting()
+            except Exception:  # noqa: BLE001  (the caller's own later call raises it, with its context)
+                pass
         for fut in cf.as_completed(futs):
             start, chunk = futs[fut]
             try:

@@ -158,6 +158,21 @@ def test_run_sweep_rows_keep_params_and_order(executor, jobs):
         assert "error" not in r
 
 
+def test_while_waiting_runs_once_in_this_process_and_never_breaks_the_sweep():
+    """run_sweep's `while_waiting` (the CLI loads matplotlib there for --plot) runs once, here,
+    while the process pool works; the rows are the same, and an exception in it is not the sweep's."""
+    calls = []
+
+    def wait_work():
+        calls.append(os.getpid())
+        raise ImportError("no matplotlib")
+
+    pts = _points()
+    rows = sweep.run_sweep(pts, fake_point, executor="process", jobs=2, progress=False, while_waiting=wait_work)
+    assert calls == [os.getpid()]
+    assert [r["cycles"] for r in rows] == [_expected(p) for p in pts] and not any("error" in r for r in rows)
+
+
 def test_process_pool_runs_in_other_processes():
     rows = sweep.run_sweep(_points(), fake_point, executor="process", jobs=2, progress=False)
     assert all(r["pid"] != os.getpid() for r in rows)

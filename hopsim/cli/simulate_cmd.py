@@ -24,7 +24,7 @@ from hopsim.cli.family_run import add_loop_argument, loop_notes, loop_of
 from hopsim.config import load_gpu
 from hopsim.functional.executor import Launch
 from hopsim.functional.gmem import GlobalMemory
-from hopsim.plots import TIMELINE_SMS, first_cta_windows, plot_sweep, plot_timeline, timeline_boxes
+from hopsim.plots import TIMELINE_SMS, first_cta_windows, plot_sweep, plot_timeline, pyplot, timeline_boxes
 from hopsim.power.model import Events, PowerModel
 from hopsim.power.solve import ClockSolver, parse_clock
 from hopsim.progress import Activity
@@ -262,7 +262,8 @@ def run_gemm(argv: list[str]) -> int:
               f"(first: {first_err})", file=sys.stderr)
     got = sweep.run_sweep([points[i] for i in ok_idx], gemm_sim.simulate_point,
                           executor="process" if len(ok_idx) > 1 else "serial", jobs=args.jobs,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress,  # matplotlib loads while the points run:
+                          while_waiting=pyplot if args.plot or args.sweep_plot else None)
     rows = [None] * len(points)
     for i, r in zip(ok_idx, got):
         rows[i] = r
