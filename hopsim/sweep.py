@@ -341,7 +341,7 @@ def parse_executor(spec: str | None) -> tuple[str, str | None]:
 def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str = "process",
               jobs: int | None = None, progress: bool | None = True, *,
               dask_timeout_s: float = 10.0, desc: str = "sweep",
-              while_waiting: Callable[[], object] | None = None) -> list[dict]:
+              while_waiting: Callable[[list, int], object] | None = None) -> list[dict]:
     """Run `fn(point) -> dict` on every point; one row per point, in order.
 
     executor: "process" (local ProcessPoolExecutor, `jobs` workers, default `default_jobs()`), "serial"
@@ -349,10 +349,12 @@ def run_sweep(points: Sequence[dict], fn: Callable[[dict], dict], executor: str 
     Points are sent in chunks (`chunk_size`), so thousands of points need no change. A point whose
     `fn` raises gets an `error` column; a worker that dies marks its chunk's rows the same way.
     `progress`: True draws a bar on stderr when it is a terminal (or HOPSIM_PROGRESS=1),
-    "force" always, False/None never. `while_waiting()`: work of this process for after the
-    points (e.g. loading matplotlib for a picture), done once the local workers have started and
-    while they run (the process executor; it would otherwise wait idle; an exception in it is
-    left to the caller's own later call to raise).
+    "force" always, False/None never. `while_waiting(rows, pending)`: work of this process for
+    after the points (e.g. a picture's matplotlib, or its simulation), done while the local
+    workers run (the process executor; it would otherwise wait idle): called once they have
+    started and again after each chunk of points that comes in while others are still pending,
+    with the rows so far (None where not in yet) and the number of chunks pending. An exception
+    in it is left to the caller's own later call of that work to raise.
     """
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
@@ -391,11 +393,8 @@ def _run_pool(points, fn, workers, rows, bar, while_waiting=None) -> None:
     with cf.ProcessPoolExecutor(max_workers=workers) as pool:
         futs = {pool.submit(run_chunk, fn, chunk): (start, chunk)
                 for start, chunk in _chunks(points, size)}
-        if while_waiting is not None:  # the workers exist by now (the first submit starts them all)
-            try:
-                while_waiting()
-            except Exception:  # noqa: BLE001  (the caller's own later call raises it, with its context)
-                pass
+        pending = len(futs)
+        _waiting(while_waiting, rows, pending)  # the workers exist by now (the first submit starts them all)
         for fut in cf.as_completed(futs):
             start, chunk = futs[fut]
             try:
@@ -404,6 +403,20 @@ def _run_pool(points, fn, workers, rows, bar, while_waiting=None) -> None:
                 got = _failed_rows(chunk, exc)
             rows[start:start + len(got)] = got
             bar.update(len(got), errors=sum("error" in r for r in got))
+            pending -= 1
+            if pending:
+                _waiting(while_waiting, rows, pending)
+
+
+def _waiting(fn, rows: list, pending: int) -> None:
+    """run_sweep's `while_waiting(rows so far, chunks pending)`, if any; its exceptions are the
+    caller's to raise later (when it does that work itself)."""
+    if fn is None:
+        return
+    try:
+        fn(list(rows), pending)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _dask_client(address: str, timeout_s: float):

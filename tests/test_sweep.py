@@ -158,18 +158,23 @@ def test_run_sweep_rows_keep_params_and_order(executor, jobs):
         assert "error" not in r
 
 
-def test_while_waiting_runs_once_in_this_process_and_never_breaks_the_sweep():
-    """run_sweep's `while_waiting` (the CLI loads matplotlib there for --plot) runs once, here,
-    while the process pool works; the rows are the same, and an exception in it is not the sweep's."""
+def test_while_waiting_runs_here_while_the_pool_works_and_never_breaks_the_sweep():
+    """run_sweep's `while_waiting(rows, pending)` (the CLI's picture work for --plot) runs here: once
+    the workers have started (no row in, every chunk pending), then after each chunk that comes in
+    while others are pending (those rows in, one chunk fewer pending); the rows are the same, and
+    an exception in it is not the sweep's."""
     calls = []
 
-    def wait_work():
-        calls.append(os.getpid())
+    def wait_work(rows, pending):
+        calls.append((os.getpid(), sum(r is not None for r in rows), pending))
         raise ImportError("no matplotlib")
 
     pts = _points()
+    n = len(sweep._chunks(pts, sweep.chunk_size(len(pts), 2)))
     rows = sweep.run_sweep(pts, fake_point, executor="process", jobs=2, progress=False, while_waiting=wait_work)
-    assert calls == [os.getpid()]
+    assert [c[0] for c in calls] == [os.getpid()] * n
+    assert [c[2] for c in calls] == list(range(n, 0, -1))
+    assert [c[1] for c in calls][0] == 0 and all(a < b for a, b in zip([c[1] for c in calls], [c[1] for c in calls][1:]))
     assert [r["cycles"] for r in rows] == [_expected(p) for p in pts] and not any("error" in r for r in rows)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import pathlib
 import sys
 
@@ -260,10 +261,11 @@ def run_gemm(argv: list[str]) -> int:
     if bad:
         print(f"hopsim simulate gemm: {len(bad)} of {len(points)} points are invalid and skipped "
               f"(first: {first_err})", file=sys.stderr)
+    early = _EarlyPicture(args, list(points[0]))
     got = sweep.run_sweep([points[i] for i in ok_idx], gemm_sim.simulate_point,
                           executor="process" if len(ok_idx) > 1 else "serial", jobs=args.jobs,
-                          progress=not args.no_progress,  # matplotlib loads while the points run:
-                          while_waiting=pyplot if args.plot or args.sweep_plot else None)
+                          progress=not args.no_progress,
+                          while_waiting=early if args.plot or args.sweep_plot else None)
     rows = [None] * len(points)
     for i, r in zip(ok_idx, got):
         rows[i] = r
@@ -274,12 +276,50 @@ def run_gemm(argv: list[str]) -> int:
     else:
         sweep_cmd.print_table(rows, grid, "time_ms")
     with inputs.Outputs() as outs:
-        _sweep_outputs(args, rows, grid, points, outs)
+        _sweep_outputs(args, rows, grid, points, outs, early)
     return 1 if any(r.get("error") for r in rows) else 0
 
 
-def _sweep_outputs(args, rows, grid, points, outs) -> None:
-    """--sweep-plot and --plot (the fastest point's timeline) of a sweep, staged in `outs`."""
+class _EarlyPicture:
+    """A sweep's picture work done while its points run (sweep.run_sweep `while_waiting`): matplotlib
+    is loaded once the workers have started, and the --plot timeline's traced re-simulation of the
+    fastest point so far runs once fewer chunks are pending than there are CPUs (a CPU is idle
+    then). `_sweep_outputs` uses that run only when the fastest row of the whole sweep is that
+    same row (else it simulates its own): the picture is the one the finished sweep picks."""
+
+    def __init__(self, args, keys: list):
+        self.args, self.keys = args, keys
+        self.loaded = False
+        self.row = self.run = None
+
+    def __call__(self, rows: list, pending: int) -> None:
+        if not self.loaded:
+            self.loaded = True
+            pyplot()
+            return
+        if not self.args.plot or self.row is not None or pending >= (os.cpu_count() or 1):
+            return
+        good = [r for r in rows if r is not None and isinstance(r.get("time_ms"), (int, float))]
+        if good:
+            self.row = min(good, key=lambda r: r["time_ms"])
+            self.run = _traced_run(self.row, self.keys)
+
+    def run_of(self, row):
+        """The early run when it is `row`'s, else None."""
+        return self.run if row is self.row else None
+
+
+def _traced_run(row: dict, keys: list):
+    """The --plot timeline's run of a sweep row's point: traced (TIMELINE_SMS), at the row's clock."""
+    pt = {k: row[k] for k in keys}
+    return gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm")
+                                  .at_clock(row.get("sm_clock_mhz") or row.get("clock_mhz")), trace=True,
+                                  trace_sms=TIMELINE_SMS, loop=pt.get("loop") or "rotated")
+
+
+def _sweep_outputs(args, rows, grid, points, outs, early=None) -> None:
+    """--sweep-plot and --plot (the fastest point's timeline) of a sweep, staged in `outs`; `early`:
+    an `_EarlyPicture` whose run is used when it is the fastest row's."""
     if args.sweep_plot:
         plot_sweep([r for r in rows if not r.get("error")], grid.swept[0], outs.stage(args.sweep_plot))
         print(f"sweep plot written to {args.sweep_plot}", file=sys.stderr)
@@ -288,9 +328,7 @@ def _sweep_outputs(args, rows, grid, points, outs) -> None:
         best = min(good, key=lambda r: r["time_ms"])
         pt = {k: best[k] for k in points[0]}
         with _activity(args, "timeline of the fastest point"):
-            run = gemm_sim.simulate_gemm(gemm_sim.params_of(pt), load_gpu(pt.get("gpu") or "h100_sxm")
-                                         .at_clock(best.get("sm_clock_mhz") or best.get("clock_mhz")), trace=True,
-                                         trace_sms=TIMELINE_SMS, loop=pt.get("loop") or "rotated")
+            run = (early.run_of(best) if early is not None else None) or _traced_run(best, list(points[0]))
             _timeline(run, outs.stage(args.plot), args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)
