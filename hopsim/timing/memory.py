@@ -35,6 +35,15 @@ Model (what it does):
   idles. The writer never waits for its write-back. Simplification: every stored byte is written
   back once (a line stored twice counts twice); the dirty bytes left at kernel end are counted in
   `bytes_to_hbm` but written after the kernel.
+- **Loaded latency of ld.global misses under mixed traffic** (`timing.hbm_loaded_latency_fraction`
+  k): an ld.global line that misses L2 while its CTA also stores waits, beyond the unloaded miss
+  latency L0, k x w x the link time of its SM's ld.global bytes in flight x and of their share w of
+  writes (w = the CTA's stored / loaded bytes so far, at most 1): k w x (1/R + w/X) cycles (R, X:
+  one SM's HBM read and write rates). A copy thread with one 4-B load outstanding then runs at
+  its Little's-law rate below the link's (membw copyu: 2-8 KB in flight per SM), while a float4
+  copy (32 KB) still saturates the link (the FIFO's wait takes over). Read-only CTAs (w = 0), a
+  CTA's loads before its first store, and TMA loads keep the unloaded latency. x and w are the
+  memo key's (the SM's sectors in flight) and the CTA's own history: the CTA memo stays exact.
 - **Miss merging (MSHR)**: a tile records when its bytes are in L2 (HBM pipe end + HBM latency -
   L2 latency); a hit on a tile still being fetched starts its L2 transfer only then, so CTAs
   that request a tile together all wait for the one HBM fetch (which moves the bytes once).
@@ -217,6 +226,8 @@ class MemorySystem:
         self.l2_bw = gpu.l2_bytes_per_cycle  # bytes/s at the run's SM clock (config)
         self.hbm_bw = gpu.hbm_bytes_per_cycle
         self.hbm_wr_bw = gpu.hbm_write_bytes_per_cycle
+        self.loaded_frac = float(t.hbm_loaded_latency_fraction.value)  # k of the loaded ld.global miss latency
+        self.link_sms = int(gpu.spec.num_sms.value)  # SMs sharing these links (runner: those used; SmLink: 1)
         self.wb_room = float(gpu.timing.l2_dirty_fraction.value) * float(gpu.spec.l2_bytes.value)
         self.wb_debt = 0.0  # stored bytes not yet written back (dirty in L2)
         self.l2_req = gpu.l2_requests_per_cycle
@@ -248,8 +259,20 @@ class MemorySystem:
                    requests * (1.0 - self.merge_req * (1.0 - share)) / self.l2_req,
                    nbytes / self.l2_dlv, requests / self.l2_dlv_req)
 
+    def loaded_extra(self, inflight_bytes: float, w: float) -> float:
+        """Cycles an ld.global miss waits beyond the unloaded latency when its CTA also writes
+        (`timing.hbm_loaded_latency_fraction` k; module docstring): k w x (1/R + w/X), x =
+        `inflight_bytes` of its SM's ld.global bytes in flight (itself included), w = its CTA's
+        stored / loaded bytes so far (at most 1), R, X one SM's HBM read and write rates. Both are
+        in the CTA memo's key or the CTA's own history (memo-exact)."""
+        if not w or not inflight_bytes:
+            return 0.0
+        w = min(1.0, w)
+        return self.loaded_frac * w * inflight_bytes * self.link_sms * (1.0 / self.hbm_bw + w / self.hbm_wr_bw)
+
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
-             hbm_share: float = 1.0, requests: int = 1, port: SharedPort | None = None) -> tuple[float, bool]:
+             hbm_share: float = 1.0, requests: int = 1, port: SharedPort | None = None,
+             inflight_bytes: float = 0.0, w: float = 0.0) -> tuple[float, bool]:
         """Read a tile arriving at `arrival`; return (time its bytes reach the SM, hit?).
 
         `hit` given: the residency was decided at CTA dispatch (partitioned mode, memo.py); a
@@ -258,7 +281,9 @@ class MemorySystem:
         hit or miss, `hbm_share` is also its share of the L2 read of those bytes (read once,
         delivered to each reader). Without `hit` (shared mode) every read is a distinct read.
         `port`: the requesting SM's `SharedPort` (shared mode): its requests take each link in
-        their order (none starts before the SM's previous one on that link has ended)."""
+        their order (none starts before the SM's previous one on that link has ended).
+        `inflight_bytes`, `w`: an ld.global line's SM's ld.global bytes in flight and its CTA's
+        stored / loaded bytes: a miss then adds `loaded_extra` (a TMA load: 0, unchanged)."""
         res = self.residency
         port = port or self.port
         self._reads += 1
@@ -295,6 +320,8 @@ class MemorySystem:
         t = self.l2_pipe.reserve(t, self._l2_service(nbytes, requests, hbm_share), "miss")
         if port is not None:
             port.l2 = t
+        if w and self.loaded_frac:
+            t += self.loaded_extra(inflight_bytes, w)
         return t + self.jitter(self.hbm_latency), False
 
     def write(self, arrival: float, key: Hashable, nbytes: int, port: SharedPort | None = None) -> float:
@@ -390,8 +417,9 @@ class SharedPort:
         self.l2 = self.hbm = 0.0
 
     def read(self, arrival: float, key: Hashable, nbytes: int, hit: bool | None = None,
-             hbm_share: float = 1.0, requests: int = 1) -> tuple[float, bool]:
-        return self.memory.read(arrival, key, nbytes, hit, hbm_share, requests, self)
+             hbm_share: float = 1.0, requests: int = 1, inflight_bytes: float = 0.0,
+             w: float = 0.0) -> tuple[float, bool]:
+        return self.memory.read(arrival, key, nbytes, hit, hbm_share, requests, self, inflight_bytes, w)
 
     def write(self, arrival: float, key: Hashable, nbytes: int) -> float:
         return self.memory.write(arrival, key, nbytes, self)
@@ -424,6 +452,7 @@ class SmLink(MemorySystem):
         self.l2_bw /= num_sms
         self.hbm_bw /= num_sms
         self.hbm_wr_bw /= num_sms
+        self.link_sms = 1
         self.wb_room /= num_sms
         self.l2_req /= num_sms
         self.l2_dlv /= num_sms

@@ -212,6 +212,7 @@ class _Grid:
         self.env = simpy.Environment()
         self.memory = MemorySystem(gpu, trace=trace and self.trace_sms is None, jitter=jitter)
         self.memory.now = lambda: self.env.now
+        self.memory.link_sms = min(self.num_sms, self.num_ctas)  # the SMs sharing it (as the partitioned links)
         if warm:  # a launch of a loop over the same buffers: its reads are resident at its start
             self.memory.residency = WarmResidency(self.memory.residency.capacity)
         self.consts = _Consts(gpu)

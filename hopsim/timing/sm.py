@@ -172,6 +172,7 @@ class CtaRun:
         self.pending_async = 0
         self.procs: list = []  # the warps' SimPy processes (start())
         self.write_end = 0.0  # cycle this CTA's last asynchronous global write (TMA store) lands
+        self.gbytes = [0, 0]  # this CTA's ld.global, st.global bytes so far (memory.loaded_extra's w)
         self.tiles: list[list] = [[] for _ in range(ex.num_warps)]  # TMA-load tile keys per warp, in order
         self.inflight: list | None = [] if trace else None  # (start, end, name, track) of async ops
         self.hits = hits  # memo.CtaHits: .of(warp, i) -> (hit, hbm_share), L2 residency decided at dispatch (partitioned mode)
@@ -634,6 +635,7 @@ class CtaRun:
         if eff.is_write:
             nb = sum(lines.values())
             sm.gmem_sectors += nb // SECTOR
+            self.gbytes[1] += nb
             left = sm.gst.reserve(issued, nb / self.c.gst_bw, "st.global") if nb else issued
             mem.write_lines(left, lines)
             return left
@@ -644,6 +646,9 @@ class CtaRun:
             w = eff.warp
             tl = self.tiles[w]
         line_issue, gld_bw = self.c.line_issue, self.c.gld_bw
+        g = self.gbytes
+        wr = g[1] / g[0] if g[0] else 0.0  # the CTA's stored / loaded bytes before this load
+        g[0] += sum(lines.values())
         for j, (a, b) in enumerate(lines.items()):
             n = b // SECTOR
             sm.gmem_sectors += n
@@ -652,9 +657,11 @@ class CtaRun:
             if planned:  # L2 residency decided at dispatch (partitioned mode, memo.py)
                 hit, share = self.hits.of(w, len(tl))
                 tl.append((GLINE, (a // LINE,)))
-                t, _ = mem.read(gld.admit(issued, n), ("line", a), b, hit, share)
+                t0 = gld.admit(issued, n)
+                t, _ = mem.read(t0, ("line", a), b, hit, share, inflight_bytes=(gld.inflight + n) * SECTOR, w=wr)
             else:
-                t, _ = mem.read(gld.admit(issued, n), ("line", a), b)
+                t0 = gld.admit(issued, n)
+                t, _ = mem.read(t0, ("line", a), b, inflight_bytes=(gld.inflight + n) * SECTOR, w=wr)
             t += j * line_issue  # the request's lines are returned one after another
             gld.hold(t, n)
             if t > done:

@@ -387,7 +387,9 @@ def calibrate(records_dir: pathlib.Path | None = None) -> list[CalRow]:
     gpu = load_gpu(calibrated=False)
     wr = derived.get("hbm_write_bytes_per_s", (float(gpu.timing.hbm_write_bytes_per_s.value),))[0]
     derived.update(derive_launch(records_dir or RECORDS_DIR, wr, float(gpu.spec.l2_bytes.value)))
-    derived.update(derive_membw(records_dir or RECORDS_DIR, float(gpu.spec.l2_bytes.value)))  # after gmem: replaces its outstanding-sectors rule
+    rd = derived.get("hbm_bytes_per_s", (float(gpu.timing.hbm_bytes_per_s.value),))[0]
+    derived.update(derive_membw(records_dir or RECORDS_DIR, float(gpu.spec.l2_bytes.value), (rd, wr),
+                                int(gpu.spec.num_sms.value)))  # after gmem: replaces its outstanding-sectors rule
     for field, (value, source) in derived.items():
         d = defaults[field]
         if d.unit == "cycles":  # events happen on whole cycles: latencies and costs are whole

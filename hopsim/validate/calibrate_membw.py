@@ -7,6 +7,7 @@ adds these rows when the file exists (else the fields keep their defaults in h10
 | gmem_line_issue_cycles | chain, lone warp (1 SM, 1 warp, warp layout, ld.global.cg): least-squares slope of the L2 re-read passes' cycles per trip (passes 1.., median over warps) over the 128-B lines one warp request touches (32 x vec / 128: 1, 2, 4 for 4/8/16-B vectors): the time each further line of one request adds |
 | gld_bytes_per_cycle_per_sm | sms, L2: the plateau of one SM's read rate when few SMs read: median over the 1..4-SM points of the widest vector of bytes per launch / (median launch time - the event overhead) / SMs / the SM clock (beyond 4 SMs the chip's L2 shares it). Event overhead: median over the .cg chain points of (fastest launch - clock64 cycles of the slowest warp / clock): those points time one launch both ways |
 | gmem_outstanding_sectors_per_sm | sms, one SM (Little's law where neither the chip's links nor other SMs' traffic limit): max over the 1-SM points of the work's bytes per cycle (as above) x the unloaded latency of the same level (gmem chase: calibrate_gmem.chase_latency_cycles) / 32 B, rounded up (replaces calibrate_gmem's all-SM rule: at 132 SMs the loaded latency exceeds the unloaded one, so that rule undercounts what one SM keeps in flight) |
+| hbm_loaded_latency_fraction | copyu (grid-stride copies beyond L2, all SMs, 1-2 loads of 4-16 B in flight per thread): each point's loaded miss latency by Little's law L = x / (its read rate per SM per cycle), x = warps/SM x 32 x vec x unroll bytes in flight; k = median over the points below 0.95 x the fastest copy of (L - L0) / (x (1/R + 1/X)), L0 the unloaded HBM latency (gmem chase), R, X one SM's HBM read and write rates (hbm_bytes_per_s, hbm_write_bytes_per_s / SMs / SM clock); the saturated points only show the link's rate |
 | l2_effective_capacity_fraction | reuse (read and copy): a footprint re-reads at L2 speed when its extra rounds ((t4 - t1) / 3 per round) move its bytes faster than 2 x the all-SM HBM read rate (sms, HBM, 132 SMs); capacity = the midpoint between the largest such footprint and the smallest larger one that does not (a copy's footprint: source + destination), / spec.l2_bytes |
 
 NOT_APPLIED: fitted here (tested, reported by `line_issue`) but not written to the calibrated
@@ -181,15 +182,56 @@ def l2_capacity(recs: list[dict], l2_bytes: float) -> tuple[float, str] | None:
                                       f"{cap / MIB:.0f} MiB (the midpoint) / {l2_bytes / MIB:.0f} MiB")
 
 
+UNSATURATED = 0.95
+"""copyu points below this fraction of the fastest copy are latency-bound (the loaded-latency fit's)."""
+
+
+def copy_inflight_bytes(p: dict) -> int:
+    """Bytes of ld.global one SM has in flight in a copyu point: warps x 32 lanes x vec x unroll."""
+    return p["warps_per_sm"] * 32 * p["vec_bytes"] * p["unroll"]
+
+
+def loaded_latency(recs: list[dict], lat: dict, read_bps: float, write_bps: float,
+                   num_sms: int) -> tuple[float, str] | None:
+    """hbm_loaded_latency_fraction from the copyu points (see the table)."""
+    pts = [r for r in recs if r["family"] == "copyu" and r["results"].get("bytes_per_s")]
+    if not pts or "hbm" not in lat:
+        return None
+    fastest = max(float(r["results"]["bytes_per_s"]) for r in pts)
+    ks, seen = [], []
+    for r in sorted(pts, key=lambda r: r["name"]):
+        b = float(r["results"]["bytes_per_s"])
+        if b >= UNSATURATED * fastest:
+            continue
+        hz = float(r["sm_clock"]["nvml_median_mhz"]) * 1e6
+        x = copy_inflight_bytes(r["params"])
+        latency = x / (b / 2 / num_sms / hz)  # Little's law: the reads are half the copy's bytes
+        link = x * num_sms * hz * (1.0 / read_bps + 1.0 / write_bps)
+        ks.append((latency - lat["hbm"]) / link)
+        seen.append(f"{r['name']} {ks[-1]:.3f}")
+    if not ks:
+        return None
+    k = statistics.median(ks)
+    return k, _src(recs, f"copyu below {UNSATURATED} x the fastest copy ({fastest / 1e12:.3f} TB/s): median of "
+                         f"(Little's-law latency - {lat['hbm']:.1f} cycles gmem/ hbm chase) / link time of the bytes "
+                         f"in flight at R {read_bps / 1e12:.3f}, X {write_bps / 1e12:.3f} TB/s over {num_sms} SMs "
+                         f"({', '.join(seen)}) = {k:.3f}")
+
+
 NOT_APPLIED = frozenset({"gmem_line_issue_cycles"})
 
 
-def derive_membw(records_dir, l2_bytes: float) -> dict[str, tuple[float, str]]:
-    """field -> (value, source) from the membw records; {} when there are none."""
+def derive_membw(records_dir, l2_bytes: float, hbm_rates: tuple[float, float] | None = None,
+                 num_sms: int = 132) -> dict[str, tuple[float, str]]:
+    """field -> (value, source) from the membw records; {} when there are none. `hbm_rates`: the
+    calibrated (hbm_bytes_per_s, hbm_write_bytes_per_s) the loaded-latency rule divides by (None:
+    that rule not run)."""
     recs = membw_records(records_dir)
     if not recs:
         return {}
+    lat = chase_latency_cycles(gmem_records(records_dir))
     got = {"gld_bytes_per_cycle_per_sm": load_path(recs),
-           "gmem_outstanding_sectors_per_sm": outstanding(recs, chase_latency_cycles(gmem_records(records_dir))),
-           "l2_effective_capacity_fraction": l2_capacity(recs, l2_bytes)}
+           "gmem_outstanding_sectors_per_sm": outstanding(recs, lat),
+           "l2_effective_capacity_fraction": l2_capacity(recs, l2_bytes),
+           "hbm_loaded_latency_fraction": loaded_latency(recs, lat, *hbm_rates, num_sms) if hbm_rates else None}
     return {k: v for k, v in got.items() if v is not None}

@@ -134,3 +134,33 @@ def test_derive_reads_the_file(tmp_path):
     assert "gmem_line_issue_cycles" not in got  # fitted (line_issue), not applied: cm.NOT_APPLIED
     assert got["gld_bytes_per_cycle_per_sm"][0] == pytest.approx(176e9 / CLOCK_HZ)
     assert "l2_effective_capacity_fraction" not in got  # no reuse points
+
+
+def copyu(name, vec, unroll, warps, bps):
+    r = _rec("copyu", name, {"where": "hbm", "vec_bytes": vec, "unroll": unroll, "warps_per_sm": warps,
+                             "sms": 132}, {"bytes_per_s": bps})
+    r["sm_clock"] = {"nvml_median_mhz": CLOCK_HZ / 1e6}
+    return r
+
+
+@pytest.mark.parametrize("k", [0.3, 0.72])
+def test_loaded_latency_recovers_the_queue_fraction(k):
+    """Synthetic copies made from L = L0 + k x (link time of the bytes in flight) at or below the
+    link's rate: the rule gives k back (saturated points, at the link's rate, left out)."""
+    rd, wr, l0, sms_n = 3.0e12, 2.6e12, 676.0, 132
+    link_rate = 2 / (1 / rd + 1 / wr)  # a copy's bytes per second on the shared link
+    recs = []
+    for vec, warps in ((4, 16), (4, 32), (8, 16), (16, 64)):
+        x = warps * 32 * vec
+        a = x * sms_n * CLOCK_HZ * (1 / rd + 1 / wr)
+        lat = max(l0 + k * a, a)
+        bps = min(link_rate, 2 * x / lat * sms_n * CLOCK_HZ)
+        recs.append(copyu(f"copyu_v{vec}_u1_w{warps}", vec, 1, warps, bps))
+    got, src = cm.loaded_latency(recs, {"hbm": l0}, rd, wr, sms_n)
+    assert got == pytest.approx(k, rel=1e-9)
+    assert "copyu_v16_u1_w64" not in src  # saturated: only the link's rate
+
+
+def test_loaded_latency_needs_copy_points_and_the_hbm_latency():
+    assert cm.loaded_latency([], {"hbm": 676.0}, 3e12, 2.6e12, 132) is None
+    assert cm.loaded_latency([copyu("copyu_v4_u1_w16", 4, 1, 16, 1e12)], {}, 3e12, 2.6e12, 132) is None
