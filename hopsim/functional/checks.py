@@ -77,12 +77,12 @@ class Checker:
         if op.collective:
             return
         wg = self.ex.wgs[ws.wg]
-        if wg.inflight_rows and (op.rows & wg.inflight_rows):
+        if wg.inflight_rows and not op.rows.isdisjoint(wg.inflight_rows):  # (no set built when disjoint)
             hit = op.rows & wg.inflight_rows
             raise AccumulatorTouched(
                 f"touches wgmma registers {_rows_text(self.ex, hit)} of warpgroup {ws.wg} while a "
                 f"wgmma.mma_async using them is in flight (no wgmma.wait_group has covered it yet)")
-        if op.rows_written & self.wgmma_rows:
+        if not op.rows_written.isdisjoint(self.wgmma_rows):
             wg.dirty |= op.rows_written & self.wgmma_rows
 
     # ------------------------------------------------------------------------- shared memory

@@ -107,4 +107,12 @@ def alu_effect(kind: str, warp: int, index: int, instr: Any, count: int, lanes: 
                   None, None, None, 0, None, None, None, None, {}, run)
 
 
+def rendezvous_effect(kind: str, warp: int, key: tuple, warpgroup: int) -> Effect:
+    """`Effect(kind=, warp=, lanes=32, blocked_on=key, warpgroup=)` (every other field its default),
+    built positionally: a warp waiting at its warpgroup's rendezvous (ops_sync.collective), three
+    of every four warps of each wgmma (tests/functional/test_executor.py checks the equality)."""
+    return Effect(kind, warp, -1, None, 1, 32, key, False, (), None, 0, 0, None, (), 0, False,
+                  None, None, None, 0, warpgroup, None, None, None, {}, None)
+
+
 _TEXTS: dict = {}  # id(instruction) -> (instruction, its text): the entry keeps the frozen instruction alive

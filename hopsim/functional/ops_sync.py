@@ -14,7 +14,7 @@ import numpy as np
 
 from isa.ir import instructions as I
 
-from hopsim.functional.effect import Effect, Kind
+from hopsim.functional.effect import Effect, Kind, rendezvous_effect
 from hopsim.functional.errors import (
     ArrivalCountOutOfRange, BarrierCountMismatch, DivergentBarrier, IllegalInstruction,
 )
@@ -312,7 +312,7 @@ def collective(kind: str, body):
         if len(g.arrived) < 4:
             key = ("rdv", g.g, g.seq)
             ws.block = (key, kind, True, None)
-            return Effect(kind=kind, warp=ws.w, lanes=32, blocked_on=key, warpgroup=g.g)
+            return rendezvous_effect(kind, ws.w, key, g.g)
         seq = g.seq
         g.seq += 1
         g.arrived = set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hopsim.functional.effect import Effect, Kind, alu_effect
+from hopsim.functional.effect import Effect, Kind, alu_effect, rendezvous_effect
 from hopsim.functional.executor import CTAExecutor, Launch
 from hopsim.functional.gmem import GlobalMemory
 
@@ -492,4 +492,13 @@ def test_alu_effect_is_the_keyword_effect():
     run_ops = [object()]
     got = alu_effect(Kind.ALU, 3, 17, "add.u32", 2, 32, True, run_ops)
     want = Effect(kind=Kind.ALU, warp=3, index=17, instr="add.u32", count=2, lanes=32, resumed=True, run=run_ops)
+    assert got == want and got.extra == {} and got.extra is not want.extra
+
+
+def test_rendezvous_effect_is_the_keyword_effect():
+    """rendezvous_effect (a warp waiting at its warpgroup's rendezvous, built positionally) gives the
+    Effect the keyword form gives, every other field at its default."""
+    key = ("rdv", 1, 7)
+    got = rendezvous_effect(Kind.WGMMA, 5, key, 1)
+    want = Effect(kind=Kind.WGMMA, warp=5, lanes=32, blocked_on=key, warpgroup=1)
     assert got == want and got.extra == {} and got.extra is not want.extra
