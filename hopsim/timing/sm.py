@@ -262,6 +262,7 @@ class CtaRun:
         env, ex, c, alu_ready, touched = self.env, self.ex, self.c, self.alu_ready[w], self.touched
         st = self.stats[w]
         smsp = self.sm.sched.pipes[w % self.sm.sched.n]
+        op_costs, op_pipes, credit = self.op_costs, self.sm.op_pipes[w % len(self.sm.op_pipes)], self.credit
         slices = st.slices
         woken = False  # the last issue of this warp blocked and was woken (its wait is paid)
         pend = self.pend[w]
@@ -361,7 +362,14 @@ class CtaRun:
                     yield _timeout(env, -(-issued // 1) - now)
                 st.issue += env.now - now
                 break
-            if eff.extra and "atomic" in eff.extra:
+            if kind == ALU and op_costs is not None and eff.run is not None and not eff.extra:
+                fin = schedule_run(eff.run, op_costs, issued - eff.count * c.issue, op_pipes, alu_ready)
+                fin -= credit[w]  # (_alu and its fractional resume, inlined: the most frequent class)
+                if fin < issued:
+                    fin = issued
+                credit[w] = -(-fin // 1) - fin
+                resume, what = fin, "alu_latency"
+            elif eff.extra and "atomic" in eff.extra:
                 resume, what = atomic_op(self, w, eff, issued)
             else:
                 resume, what = _HANDLERS.get(kind, _other)(self, w, eff, issued, smsp, woken)
