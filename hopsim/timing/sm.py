@@ -322,7 +322,7 @@ class CtaRun:
                 if key is not None:  # the warp waits on an event (mbarrier phase, bar.sync, rendezvous, wait_group)
                     if eff.fired:  # e.g. the 4th warp of a collective wait_group: releases the others, then waits
                         self._fire(eff.fired)
-                    if eff.kind == Kind.WGMMA:  # waits at the warpgroup rendezvous of a wgmma: takes part in it
+                    if eff.kind == WGMMA:  # waits at the warpgroup rendezvous of a wgmma: takes part in it
                         st.wgmma = True
                     at = AT_BLOCKED
                     yield self._event(key)
@@ -692,7 +692,7 @@ _HANDLERS = {
 }
 """Timing class (Effect.kind) -> cost handler of `CtaRun`; any other class: `CtaRun._other`.
 (EXIT ends the warp's loop in `_warp`.)"""
-_other, ALU, EXIT, MBAR_ARRIVE, _NONE = CtaRun._other, Kind.ALU, Kind.EXIT, Kind.MBAR_ARRIVE, frozenset()
+_other, ALU, EXIT, MBAR_ARRIVE, WGMMA, _NONE = CtaRun._other, Kind.ALU, Kind.EXIT, Kind.MBAR_ARRIVE, Kind.WGMMA, frozenset()
 
 
 def _drains(eff) -> bool:

@@ -137,13 +137,14 @@ class _SmClass:
         queue, step, exits = env._queue, env.step, self.exits  # (peek() and step() inlined: the hot loop)
         if limit is None:
             limit = math.inf
+        bounded = limit != math.inf  # (no cap: the loop skips the per-event test)
         while not exits:
             if not queue:
                 if self.live:
                     run = min(self.live, key=lambda r: r.ex.cta_linear)
                     raise run.ex.deadlock_error()
                 return None
-            if queue[0][0] > limit:
+            if bounded and queue[0][0] > limit:
                 self.co.limit_hit(self.live)
             env._now, _, _, event = heappop(queue)  # simpy Environment.step, without its
             callbacks, event.callbacks = event.callbacks, None  # StopSimulation case (env.run's only)
