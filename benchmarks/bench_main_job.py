@@ -124,6 +124,24 @@ alone before). Same numbers: fingerprint 0 differing points against a8be26d's):
   of the run; ~1.2 s more) needs a proof that no later event lands in the drawn windows (the
   HBM write-back drain fills the link's idle time before `now`, memory.py _drain), and even then
   the table (7.9 s) plus the picture would stay above 8 s; the rest is simulation speed.
+Measured again (seventh session, 2-core machine at load 0.9-1.7 (others' light work), the two side by
+side, alternating; model of a61e185 (power: TMA tensor-load energies 9199fd9, sustained clocks 30-45 MHz
+lower than above: s1-s3 need 2, 3, 3 simulations, s4-s6 3); before = ac8a5d5 with the speed7 commits
+reverted, after = 346ba9e (branch speed7): a box's global runs shared by the clock solve's re-timings
+(keyed by tensor-map geometry), the wgmma read check by bisection, the warp loop's Timeouts/events
+scheduled directly, the issue-slot reservation, the ALU run's costing and its wait accounting inlined,
+register-only and rendezvous Effects built positionally, a one-op run without the occupancy dict; the
+main job also loads matplotlib while its points run and re-simulates the fastest point so far for the
+picture once a CPU is idle (used only when it is the finished sweep's fastest row). Same numbers: every
+JSON field of the 8 points below identical, fingerprint 0 differing points against a8be26d's, the main
+job's table and timeline.png byte-identical):
+  main_job        wall 9.84, 12.27 -> 9.01, 9.92 s; CPU 16.4, 16.6 -> 15.4, 16.1 (target 8 s: not met)
+  clocked point   s1 2.33, 2.38 -> 2.07, 2.16, s2 3.28, 3.40 -> 2.93, 2.95, s3 3.49, 3.45 -> 3.03, 3.10,
+                  s4 1.26, 1.29 -> 1.14, 1.14, s5 1.25, 1.26 -> 1.14, 1.15, s6 1.20, 1.21 -> 1.07, 1.09,
+                  box8 s2 2.82, 2.73 -> 2.60, 2.83, box8 elect 2.07, 2.06 -> 1.82, 1.92 (target 3 s: all
+                  but s3, at 3.0-3.1; one simulation of s3 ~0.95-1.0 CPU-s warm, 3 of them plus ~0.2 s
+                  the first adds: the tile plan's 4 full zero-time CTA captures and its partial ones)
+  Tried without gain: full garbage collection off during a launch (no measurable change).
 What is left: a simulation is ~140,000 warp resumptions (one issue() each, a third of them a
 warp blocked or woken at a warpgroup rendezvous) at ~7-8 us each, no single part above ~10%
 (issue() 10%, the warp loop 9%, ALU-run costing 6%, SimPy's queue and resumptions ~9%); the
