@@ -387,7 +387,15 @@ class CTAExecutor:
                         break
                 self.issued += n
                 return alu_effect(first.kind, w, first.index, first.instr, n, lanes, resumed, ran)
-            mask = ws.active if op.guard_row is None else self._mask(op, ws)
+            g = op.guard_row
+            if g is None:
+                mask = ws.active
+            else:  # (_mask's warp-uniform guard inlined)
+                u = ws.uni[g]
+                if u is None:
+                    mask = self._mask(op, ws)
+                else:
+                    mask = ws.active if (u != 0) != op.guard_neg else ws.none
             if self.checker.active and op.check_regs:
                 self.checker.before(op, ws)
             eff = op.fn(self, ws, mask)

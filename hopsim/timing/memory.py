@@ -359,13 +359,13 @@ class MemorySystem:
             for a, b in lines.items():
                 self.write(arrival, ("line", a), b)
             return
-        l2_reserve, hbm_reserve = self.l2_pipe.reserve, self.hbm_pipe.reserve
+        l2_reserve, hbm_reserve, hbm = self.l2_pipe.reserve, self.hbm_pipe.reserve, self.hbm_pipe
         l2_bw, wr_bw, room, jitter, lat = self.l2_bw, self.hbm_wr_bw, self.wb_room, self.jitter, self.l2_latency
         for b in lines.values():
             self.bytes_to_l2 += b
             self.bytes_to_hbm += b
             t = l2_reserve(arrival, b / l2_bw, "store")
-            if self.wb_debt:
+            if self.wb_debt and t > hbm.next_free:  # (_drain does nothing without idle link time before t)
                 self._drain(t)
             self.wb_debt += b
             excess = self.wb_debt - room
