@@ -263,6 +263,7 @@ class CtaRun:
         st = self.stats[w]
         smsp = self.sm.sched.pipes[w % self.sm.sched.n]
         op_costs, op_pipes, credit = self.op_costs, self.sm.op_pipes[w % len(self.sm.op_pipes)], self.credit
+        whole = (c.issue * QUANTUM).is_integer()  # issue slots need no quantising (Pipe.reserve's rounding is exact)
         slices = st.slices
         woken = False  # the last issue of this warp blocked and was woken (its wait is paid)
         pend = self.pend[w]
@@ -348,7 +349,9 @@ class CtaRun:
                         st.add_wait("alu_latency", env.now - now)
                         now = env.now
             st.instructions += eff.count
-            svc = _ceil(eff.count * c.issue * QUANTUM) / QUANTUM  # smsp.reserve(now, count x issue), inlined
+            svc = eff.count * c.issue  # smsp.reserve(now, count x issue), inlined
+            if not whole:
+                svc = _ceil(svc * QUANTUM) / QUANTUM
             s0 = now if now > smsp.next_free else smsp.next_free
             issued = s0 + svc
             if smsp.slices is not None and svc > 0:
