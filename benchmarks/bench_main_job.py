@@ -141,6 +141,13 @@ job's table and timeline.png byte-identical):
                   box8 s2 2.82, 2.73 -> 2.60, 2.83, box8 elect 2.07, 2.06 -> 1.82, 1.92 (target 3 s: all
                   but s3, at 3.0-3.1; one simulation of s3 ~0.95-1.0 CPU-s warm, 3 of them plus ~0.2 s
                   the first adds: the tile plan's 4 full zero-time CTA captures and its partial ones)
+  Again at 07491cd (+ 5812b98, ea25249, 07491cd: the cycle-cap test skipped without a cap, warp-uniform
+  guards and the write-back drain test inline, unquantised issue slots), before = the same revert
+  (load 0.8-2.6, so both sides are above idle):
+  main_job        wall 9.91 -> 9.60 s (load 0.9-1.1); CPU 16.5, 17.8 -> 16.2, 16.7
+  clocked point   s1 2.39, 2.43 -> 2.17, 2.16, s2 3.37, 3.39 -> 3.02, 2.99, s3 3.57, 3.63 -> 3.13, 3.16,
+                  s4-s6 1.23-1.33 -> 1.11-1.21, box8 s2 2.86, 3.00 -> 2.76, 2.93, box8 elect 2.18, 2.19 ->
+                  1.95, 2.10 (s2 and s3 -10..-13%; both at the 3 s target at load ~1, s3 still above it)
   Tried without gain: full garbage collection off during a launch (no measurable change).
 What is left: a simulation is ~140,000 warp resumptions (one issue() each, a third of them a
 warp blocked or woken at a warpgroup rendezvous) at ~7-8 us each, no single part above ~10%
