@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Warp roles, from what each warp executed (timing/sm.py WarpStats.role).
+#: Warp roles, from what each warp executed (timing/sm_units.py WarpStats.role).
 ROLES = {
     "producer": "issued TMA loads, took part in no wgmma",
     "consumer": "took part in warpgroup wgmmas, issued no TMA load",

@@ -29,7 +29,8 @@ from hopsim.timing.linear_plan import LinearTilePlan
 from hopsim.timing.memory import L2Overflow, MemorySystem, SharedPort, WarmResidency
 from hopsim.timing.occupancy import occupancy
 from hopsim.timing.pipes import Jitter
-from hopsim.timing.sm import SM, CtaRun, _Consts
+from hopsim.timing.sm import CtaRun
+from hopsim.timing.sm_units import SM, _Consts
 from hopsim.timing.smem_cost import wavefronts_of
 from hopsim.trace import Trace
 from hopsim.timing import cta_classes
