@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import sys
+import tempfile
 
 import numpy as np
 
@@ -282,31 +283,50 @@ def run_gemm(argv: list[str]) -> int:
 
 class _EarlyPicture:
     """A sweep's picture work done while its points run (sweep.run_sweep `while_waiting`): matplotlib
-    is loaded once the workers have started, and the --plot timeline's traced re-simulation of the
-    fastest point so far runs once fewer chunks are pending than there are CPUs (a CPU is idle
-    then). `_sweep_outputs` uses that run only when the fastest row of the whole sweep is that
-    same row (else it simulates its own): the picture is the one the finished sweep picks."""
+    is loaded once the workers have started, and the --plot timeline of the fastest point so far is
+    made (its traced re-simulation, then the drawing, kept as the PNG's bytes) once no more chunks
+    are pending than there are CPUs (no chunk waits for a CPU then: the picture's work fills the
+    CPUs the finishing points leave idle). `_sweep_outputs` uses that picture only when the fastest
+    row of the whole sweep is that same row (else it simulates and draws its own): the picture is
+    the one the finished sweep picks, byte for byte."""
 
     def __init__(self, args, keys: list):
         self.args, self.keys = args, keys
         self.loaded = False
-        self.row = self.run = None
+        self.row = self.run = self.png = None
 
     def __call__(self, rows: list, pending: int) -> None:
         if not self.loaded:
             self.loaded = True
             pyplot()
             return
-        if not self.args.plot or self.row is not None or pending >= (os.cpu_count() or 1):
+        if not self.args.plot or self.row is not None or pending > (os.cpu_count() or 1):
             return
         good = [r for r in rows if r is not None and isinstance(r.get("time_ms"), (int, float))]
         if good:
             self.row = min(good, key=lambda r: r["time_ms"])
             self.run = _traced_run(self.row, self.keys)
+            self.png = _drawn(self.run, self.args.plot_cycles)
 
     def run_of(self, row):
         """The early run when it is `row`'s, else None."""
         return self.run if row is self.row else None
+
+    def png_of(self, row) -> bytes | None:
+        """The early picture's PNG bytes when it is `row`'s, else None."""
+        return self.png if row is self.row else None
+
+
+def _drawn(run, window) -> bytes:
+    """`_timeline`'s PNG of `run`, as bytes (drawn into a scratch file: the same bytes as at the
+    destination, the PNG holds no file name)."""
+    fd, tmp = tempfile.mkstemp(prefix="hopsim-timeline.", suffix=".png")
+    os.close(fd)
+    try:
+        _timeline(run, tmp, window)
+        return pathlib.Path(tmp).read_bytes()
+    finally:
+        os.unlink(tmp)
 
 
 def _traced_run(row: dict, keys: list):
@@ -319,7 +339,7 @@ def _traced_run(row: dict, keys: list):
 
 def _sweep_outputs(args, rows, grid, points, outs, early=None) -> None:
     """--sweep-plot and --plot (the fastest point's timeline) of a sweep, staged in `outs`; `early`:
-    an `_EarlyPicture` whose run is used when it is the fastest row's."""
+    an `_EarlyPicture` whose picture (or else run) is used when it is the fastest row's."""
     if args.sweep_plot:
         plot_sweep([r for r in rows if not r.get("error")], grid.swept[0], outs.stage(args.sweep_plot))
         print(f"sweep plot written to {args.sweep_plot}", file=sys.stderr)
@@ -328,8 +348,12 @@ def _sweep_outputs(args, rows, grid, points, outs, early=None) -> None:
         best = min(good, key=lambda r: r["time_ms"])
         pt = {k: best[k] for k in points[0]}
         with _activity(args, "timeline of the fastest point"):
-            run = (early.run_of(best) if early is not None else None) or _traced_run(best, list(points[0]))
-            _timeline(run, outs.stage(args.plot), args.plot_cycles)
+            png = early.png_of(best) if early is not None else None
+            if png is not None:  # drawn while the last points ran
+                pathlib.Path(outs.stage(args.plot)).write_bytes(png)
+            else:
+                run = (early.run_of(best) if early is not None else None) or _traced_run(best, list(points[0]))
+                _timeline(run, outs.stage(args.plot), args.plot_cycles)
         knobs = ", ".join(f"{k}={pt[k]}" for k in grid.swept if k in pt)
         print(f"timeline of the fastest point ({knobs}) written to {args.plot}", file=sys.stderr)
 
