@@ -149,6 +149,20 @@ job's table and timeline.png byte-identical):
                   s4-s6 1.23-1.33 -> 1.11-1.21, box8 s2 2.86, 3.00 -> 2.76, 2.93, box8 elect 2.18, 2.19 ->
                   1.95, 2.10 (s2 and s3 -10..-13%; both at the 3 s target at load ~1, s3 still above it)
   Tried without gain: full garbage collection off during a launch (no measurable change).
+Eighth helper (speed8, at 4c6d2cf; before = 50ac45c): the main job's picture is re-simulated AND
+drawn (kept as PNG bytes) while the last points run, from the point where no more chunks are pending
+than CPUs (was: fewer, and the drawing only after the table); the table and timeline.png
+byte-identical. Measured only on a machine that others' two simulations kept busy (load 2.5-3.7:
+wall times there are not the idle machine's). An instrumented run shows what moved:
+  picture's re-simulation starts   after 5 of 6 points -> after 4 of 6 (s3's row in by then)
+  work after the last point ends   3.1 s (rest of the re-simulation, drawing) -> 1.6 s (drawing done
+                                   with it; the re-simulation's end): the drawing (~1 s) overlaps the points
+  main_job        wall 22.2, 19.5 -> 22.7, 22.3 s; CPU 22.6, 20.1 -> 23.3, 22.2 (load 3.3-3.5: both
+                  cores taken by others' simulations, so nothing overlaps; no gain shows there)
+  Idle-machine estimate (processor sharing of the measured CPU times, s1 2.2, s2 3.0, s3 3.15,
+  s4-s6 1.15, re-simulation ~1.3 cold, drawing 1.0): ~9.2 -> ~8.7 s. Starting one chunk earlier
+  (no chunk queued: after 3 of 6) would give ~8.6 s but bets on s3 ending before s4 (15% margin
+  in CPU time): a wrong bet costs a wasted re-simulation and drawing (~2.3 CPU-s), so not taken.
 What is left: a simulation is ~140,000 warp resumptions (one issue() each, a third of them a
 warp blocked or woken at a warpgroup rendezvous) at ~7-8 us each, no single part above ~10%
 (issue() 10%, the warp loop 9%, ALU-run costing 6%, SimPy's queue and resumptions ~9%); the
