@@ -11,7 +11,7 @@ box row (one L2 request of 32-128 B) costs beyond its bytes.
 Kernel: tma_width_stream of validation/cuda/micro_tma_width.cu (microbench__tma_width: one
 thread per CTA streams boxes of a 2-D f16 map with an 8 KB row pitch, two rounds of k boxes in
 flight, nobody reads the data), one CTA per SM, chained launches of ~40 MB per CTA each for the
-point's duration while NVML is sampled (validation/power/benches.measured). Events per launch
+point's duration while NVML is sampled (`benches.measured`, validation/power/benches.py). Events per launch
 are counted on the host from the launch's shape (bytes, boxes, box rows). Family "light_tmaw"
 (light_tmaw.jsonl). cupy and the CUDA driver are imported lazily (GPU machine only).
 """
