@@ -17,8 +17,8 @@ not scaling. Event counts are what the simulation counted (hopsim/result.py):
                          energies). The wgmma SS operand reads are inside the tensor energy (the
                          burner is SS), TMA fills inside the L2 byte energy: not counted twice.
     instructions         the warp instructions every role issued
-    TMA tensor loads     extra.tma_load_rows (L2 requests: box rows, 128-B pieces) and
-                         extra.tma_load_bytes: energies beyond the L2 byte energy (which bulk
+    TMA tensor loads     extra.tma_load_requests (L2 requests: box rows, 128-B pieces) and
+                         smem_port.tma_fill_bytes: energies beyond the L2 byte energy (which bulk
                          copies fitted), from the box-shape microbenchmark power/light_tmaw/
 
 plus the fed-L2 term (`l2_fed_sq_w`): a launch whose tensor cores are fed from L2 (tensor FLOPs
@@ -77,7 +77,8 @@ class Events:
                    l2_bytes=loaded + float(res.bytes_stored), l2_shared_bytes=max(0.0, loaded - distinct),
                    hbm_read_bytes=float(res.bytes_hbm), hbm_write_bytes=float(res.bytes_stored),
                    smem_wavefronts=float(res.smem_wavefronts), instructions=insts,
-                   tma_requests=float(extra.get("tma_load_rows", 0)), tma_bytes=float(extra.get("tma_load_bytes", 0)),
+                   tma_requests=float(extra.get("tma_load_requests", 0)),
+                   tma_bytes=float((res.smem_port or {}).get("tma_fill_bytes", 0)),
                    sm_fraction=min(1.0, max(0.0, res.sms_used / num_sms)))
 
     @property

@@ -62,7 +62,7 @@ def sm_counters(sm) -> dict:
         "tensor_busy": sm.tensor.pipe.busy, "flops": sm.tensor.flops, "tensor_ops": sm.tensor.instructions,
         "operand_bytes": sm.tensor.operand_bytes, "port_slowed": sm.smem.slowed,
         "tma_issue": sm.tma.issue_pipe.busy, "tma_fill": sm.tma.fill_pipe.busy, "boxes": sm.tma.boxes,
-        "tma_rows": sm.tma.rows_loaded, "tma_ld": sm.tma.bytes_loaded, "tma_st": sm.tma.bytes_stored,
+        "tma_req": sm.tma.requests_loaded, "tma_ld": sm.tma.bytes_loaded, "tma_st": sm.tma.bytes_stored,
         "l2_busy": link.l2_pipe.busy, "hbm_busy": link.hbm_pipe.busy,
         "from_l2": link.bytes_from_l2, "from_hbm": link.bytes_from_hbm, "to_l2": link.bytes_to_l2,
         "l2_distinct": link.bytes_l2_distinct,
@@ -91,7 +91,7 @@ def add_counters(sm, d: dict) -> None:
     sm.tma.issue_pipe.busy += d["tma_issue"]
     sm.tma.fill_pipe.busy += d["tma_fill"]
     sm.tma.boxes += d["boxes"]
-    sm.tma.rows_loaded += d["tma_rows"]
+    sm.tma.requests_loaded += d["tma_req"]
     sm.tma.bytes_loaded += d["tma_ld"]
     sm.tma.bytes_stored += d["tma_st"]
     link = sm.memory

@@ -347,18 +347,14 @@ class CtaRun:
     def _alu(self, w, eff, issued, smsp, woken):
         """A run of register-only instructions, costed op by op by class (opclass.schedule_run:
         dependent-use latency, the warp's gap, the class pipes of its sub-partition); without a
-        compiled program (scripted executors) the ALU latency after the issue slots."""
+        compiled program (scripted executors) the ALU latency after the issue slots. (The warp loop
+        `_warp` costs the frequent case, a compiled run without extras, inline; this one the rest.)"""
         run = eff.run
         if run is None or self.op_costs is None:
             return issued + self.c.alu_tail, "alu_latency"
         end = schedule_run(run, self.op_costs, issued - eff.count * self.c.issue,
                            self.sm.op_pipes[w % len(self.sm.op_pipes)], self.alu_ready[w])
-        credit = self.credit  # (_fractional inlined: the hot path)
-        r = end - credit[w]
-        if r < issued:
-            r = issued
-        credit[w] = -(-r // 1) - r
-        return r, "alu_latency"
+        return self._fractional(w, end, issued), "alu_latency"
 
     def _fractional(self, w: int, resume: float, floor: float) -> float:
         """`resume` less what the warp's previous register-only op overpaid by resuming on a whole
@@ -584,14 +580,12 @@ class CtaRun:
             sm.gmem_sectors += n
             if gld_bw:  # the SM's load path: its sector bytes, FIFO per SM
                 issued = sm.gld_port.reserve(issued, b / gld_bw, "ld.global")
+            hit, share = None, 1.0  # (shared mode: looked up at the read)
             if planned:  # L2 residency decided at dispatch (partitioned mode, memo.py)
                 hit, share = self.hits.of(w, len(tl))
                 tl.append((GLINE, (a // LINE,)))
-                t0 = gld.admit(issued, n)
-                t, _ = mem.read(t0, ("line", a), b, hit, share, inflight_bytes=(gld.inflight + n) * SECTOR, w=wr)
-            else:
-                t0 = gld.admit(issued, n)
-                t, _ = mem.read(t0, ("line", a), b, inflight_bytes=(gld.inflight + n) * SECTOR, w=wr)
+            t0 = gld.admit(issued, n)
+            t, _ = mem.read(t0, ("line", a), b, hit, share, inflight_bytes=(gld.inflight + n) * SECTOR, w=wr)
             t += j * line_issue  # the request's lines are returned one after another
             gld.hold(t, n)
             if t > done:

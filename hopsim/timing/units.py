@@ -298,7 +298,7 @@ class TmaUnit:
         self.fill_pipe = Pipe(f"SM{sm_id}.TMA.fill", trace)
         self.jitter = jitter or Jitter()
         self.boxes = 0
-        self.rows_loaded = 0  # box rows of the loads: one L2 request each (the power model's e_tma_row_pj)
+        self.requests_loaded = 0  # L2 requests of the loads (`rows` of load(); the power model's e_tma_request_pj)
         self.bytes_loaded = 0
         self.bytes_stored = 0
         self.port: SmemPort | None = None  # set by SmemPort.link when the port is contended
@@ -313,7 +313,7 @@ class TmaUnit:
         `rows`: the box's rows (contiguous global ranges), one L2 request each: the fill takes
         `max(bytes / tma_bytes_per_cycle, rows * tma_row_cycles)`."""
         self.boxes += 1
-        self.rows_loaded += rows
+        self.requests_loaded += rows
         self.bytes_loaded += nbytes
         t = self.issue_pipe.reserve(now, self.issue_cycles, label)
         t, _hit = self.memory.read(t, key, nbytes, hit, hbm_share, rows)

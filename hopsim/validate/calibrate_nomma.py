@@ -132,12 +132,6 @@ SLOPE_PAIRS = {"gemm_single_elect_tma_issue_cycles": ("single", "elect", 1, 128)
                "gemm_ws_lane_tma_issue_cycles": ("ws", "lane", 2, 256)}
 
 
-def boxes_per_ktile(p: GemmParams) -> int:
-    """TMA boxes a k-tile loads: A and B, each (rows / box rows) x (BK x 2 B / swizzle span)."""
-    chunks = p.bk * 2 // {"32B": 32, "64B": 64, "128B": 128}[p.swizzle]
-    return (p.bm // min(p.box_rows, p.bm) + p.bn // min(p.box_rows, p.bn)) * chunks
-
-
 def slope_pair(recs: list[dict], field: str) -> tuple[dict, dict] | None:
     v, iss, nc, bn = SLOPE_PAIRS[field]
     found = {}
@@ -161,7 +155,7 @@ def per_box_slopes(recs: list[dict], gpu=None) -> dict:
             continue
         few, many = pair
         kt = few["params"]["k"] / few["params"]["bk"]
-        db = boxes_per_ktile(GemmParams.from_dict(many["params"])) - boxes_per_ktile(GemmParams.from_dict(few["params"]))
+        db = GemmParams.from_dict(many["params"]).boxes_per_stage - GemmParams.from_dict(few["params"]).boxes_per_stage
         hw = (many["kernel_cycles"] - few["kernel_cycles"]) / kt / db
         ir = (simulate_record(many, gpu, {field: 0.0}) - simulate_record(few, gpu, {field: 0.0})) / kt / db
         out[field] = {"measured": round(hw, 2), "ir_own": round(ir, 2), "hold": round(hw - ir, 2)}

@@ -16,7 +16,7 @@ Each point's target is its steady power (time-weighted NVML averaged reading, la
     between `idle` and `idle_after`, minus the model's idle at 1980 MHz).
 It is fitted by linear least squares to
     e_tma_request_pj x L2 requests/s x v(f)^2  +  e_tma_byte_pj x bytes/s x v(f)^2  +  c0
-(requests: one per box row of up to 128 B, as the timing model counts them, `extra.tma_load_rows`;
+(requests: one per box row of up to 128 B, as the timing model counts them, `extra.tma_load_requests`;
 c0 a constant of the run, reported, not a model field). The burner fit's L2 byte energy comes from
 bulk copies (whole 128-B lines in 8 KB requests); the tensor path costs more per byte and per row.
 """

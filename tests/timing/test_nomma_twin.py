@@ -65,15 +65,16 @@ def test_the_hold_is_charged_once_per_box(variant, issuer, bn, field):
             g = load_gpu().with_timing(**{field: h})
             cyc[sw, h] = cn.cta_cycles(simulate_gemm(p.replace(swizzle=sw), g, mode="fast", loop="same",
                                                      no_mma=True).result)
-    extra_boxes = (cn.boxes_per_ktile(p.replace(swizzle="32B")) - cn.boxes_per_ktile(p)) * (p.k // p.bk)
+    extra_boxes = (p.replace(swizzle="32B").boxes_per_stage - p.boxes_per_stage) * (p.k // p.bk)
     per_box = (cyc["32B", 20.0] - cyc["128B", 20.0] - cyc["32B", 0.0] + cyc["128B", 0.0]) / extra_boxes
     assert 0.9 * 20 <= per_box <= 20 + 1e-9
 
 
-def test_boxes_per_ktile_counts_the_tile_rows_and_swizzle_chunks():
-    assert cn.boxes_per_ktile(SINGLE.replace(swizzle="32B")) == 128            # (16 + 16) x 4
-    assert cn.boxes_per_ktile(SINGLE.replace(swizzle="128B")) == 32            # (16 + 16) x 1
-    assert cn.boxes_per_ktile(SINGLE.replace(box_rows=128, swizzle="128B")) == 2
+def test_boxes_per_stage_counts_the_tile_rows_and_swizzle_chunks():
+    # the per-box slopes divide by GemmParams.boxes_per_stage (one stage = one k-tile)
+    assert SINGLE.replace(swizzle="32B").boxes_per_stage == 128            # (16 + 16) x 4
+    assert SINGLE.replace(swizzle="128B").boxes_per_stage == 32            # (16 + 16) x 1
+    assert SINGLE.replace(box_rows=128, swizzle="128B").boxes_per_stage == 2
 
 
 def test_elect_never_slower_per_box_than_lane():

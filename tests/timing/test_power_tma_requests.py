@@ -1,6 +1,6 @@
 """The TMA tensor-load energies of the power model (issue 13, `e_tma_request_pj`, `e_tma_byte_pj`,
 hopsim/power/model.py breakdown "tma"): laws of the term, the simulator's request count it reads
-(extra.tma_load_rows, memo-replayed), and its fit against the box-shape power records (the golden
+(extra.tma_load_requests, memo-replayed), and its fit against the box-shape power records (the golden
 is the hardware's measured power, validation/records/h100/power/light_tmaw/)."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_the_simulator_counts_one_request_per_box_row(swizzle, row_bytes):
     # a box row of up to 128 B is one L2 request: requests = bytes loaded / row bytes
     p = GemmParams(m=128, n=128, k=256, bm=128, bn=128, bk=64, stages=2, box_rows=64, swizzle=swizzle)
     res = simulate_gemm(p).result
-    rows, nbytes = res.extra["tma_load_rows"], res.extra["tma_load_bytes"]
+    rows, nbytes = res.extra["tma_load_requests"], res.smem_port["tma_fill_bytes"]
     assert nbytes == (128 * 256 + 128 * 256) * 2
     assert rows * row_bytes == nbytes
 
@@ -69,7 +69,7 @@ def test_memoised_ctas_replay_the_request_count():
                                    swizzle="64B")).result
     many = simulate_gemm(GemmParams(m=128 * 12, n=128 * 12, k=256, bm=128, bn=128, bk=64, stages=2, box_rows=32,
                                     swizzle="64B")).result
-    assert many.extra["tma_load_rows"] == 144 * one.extra["tma_load_rows"]
+    assert many.extra["tma_load_requests"] == 144 * one.extra["tma_load_requests"]
 
 
 def test_config_show_lists_the_fields(capsys):

@@ -205,34 +205,26 @@ GROUP_POINTS = tuple((mode, g) for mode in ("nowgmma", "full") for g in (1, 2, 4
 GROUP_UNPACED = (("full", 1), ("full", 16), ("full", 132), ("nowgmma", 1), ("nowgmma", 16))
 
 
+def _point(name: str, mode: str, req: int, stages: int, reuse: int, period: int, sms: int | None,
+           **extra) -> dict:
+    """One checked point of family light_pipe2 (POINT_S of load); `extra`: pipe2_point's other
+    keywords (spread, src_mb, group) where the point sets them."""
+    check(mode, req, stages, reuse, period, sms)
+    return {"family": "light_pipe2", "name": name, "seconds": POINT_S, "fn": pipe2_point,
+            "kw": {"mode": mode, "req_bytes": req, "stages": stages, "reuse": reuse, "period": period,
+                   "sms": sms, "duration_s": POINT_S, **extra}}
+
+
 def plan() -> list[dict]:
     """The pipe2 points (family 'light_pipe2'), POINT_S of load each."""
     pts = []
     for (mode, g), period in [*((x, PERIOD) for x in GROUP_POINTS), *((x, 0) for x in GROUP_UNPACED)]:
-        check(mode, 8192, 2, 1, period, None)
         stem, pace = ("pipe2grp", f"p{PERIOD}") if period else ("pipe2grpu", "unpaced")
-        pts.append({"family": "light_pipe2", "name": f"{stem}_{mode}_req8192_s2_{pace}_g{g}",
-                    "seconds": POINT_S, "fn": pipe2_point,
-                    "kw": {"mode": mode, "req_bytes": 8192, "stages": 2, "reuse": 1, "period": period,
-                           "sms": None, "duration_s": POINT_S, "group": g}})
+        pts.append(_point(f"{stem}_{mode}_req8192_s2_{pace}_g{g}", mode, 8192, 2, 1, period, None, group=g))
     for mode, mb in SOURCE_POINTS:
-        check(mode, 8192, 2, 1, 2 * PERIOD, None)
-        pts.append({"family": "light_pipe2", "name": f"pipe2src_{mode}_req8192_s2_p{2 * PERIOD}_src{mb}mb",
-                    "seconds": POINT_S, "fn": pipe2_point,
-                    "kw": {"mode": mode, "req_bytes": 8192, "stages": 2, "reuse": 1, "period": 2 * PERIOD,
-                           "sms": None, "duration_s": POINT_S, "src_mb": mb}})
-    for mode, req, stages, reuse, period, sms in SHARED_POINTS:
-        check(mode, req, stages, reuse, period, sms)
-        for spread in (SPREAD, 0):
-            pts.append({"family": "light_pipe2",
-                        "name": shared_name(mode, req, stages, reuse, period, sms, spread), "seconds": POINT_S,
-                        "fn": pipe2_point,
-                        "kw": {"mode": mode, "req_bytes": req, "stages": stages, "reuse": reuse, "period": period,
-                               "sms": sms, "duration_s": POINT_S, "spread": spread}})
-    for mode, req, stages, reuse, period, sms in POINTS:
-        check(mode, req, stages, reuse, period, sms)
-        pts.append({"family": "light_pipe2", "name": point_name(mode, req, stages, reuse, period, sms),
-                    "seconds": POINT_S, "fn": pipe2_point,
-                    "kw": {"mode": mode, "req_bytes": req, "stages": stages, "reuse": reuse, "period": period,
-                           "sms": sms, "duration_s": POINT_S}})
+        pts.append(_point(f"pipe2src_{mode}_req8192_s2_p{2 * PERIOD}_src{mb}mb", mode, 8192, 2, 1, 2 * PERIOD, None,
+                          src_mb=mb))
+    for key in SHARED_POINTS:
+        pts += [_point(shared_name(*key, spread), *key, spread=spread) for spread in (SPREAD, 0)]
+    pts += [_point(point_name(*key), *key) for key in POINTS]
     return pts
