@@ -31,11 +31,13 @@ printed last. Sweeps:
               run like heldout17 (with the SM-clock probe); records carry "heldout": "issue14-18".
   heldout19   the same design with a seventh seed (validation/heldout19.py, 89 configurations, none
               recorded before), run like heldout17; records carry "heldout": "issue14-19".
+  heldout20   the same design with an eighth seed (validation/heldout20.py, 88 configurations, none
+              recorded before), run like heldout17; records carry "heldout": "issue14-20".
 
-Sustained mode (--sustain-s S, always for heldout13..19): each configuration runs back to back
+Sustained mode (--sustain-s S, always for heldout13..20): each configuration runs back to back
 for S seconds (harness.time_gemm_sustained; statistics over the last --steady-s), and (heldout13
 only among the held-out sets) the 6 largest distinct shapes also get a sustained cuBLAS loop.
-SM-clock probe (sweeps in SWEEP_PROBE: heldout17, heldout18 and heldout19): right after a configuration's timing
+SM-clock probe (sweeps in SWEEP_PROBE: heldout17 .. heldout20): right after a configuration's timing
 (unchanged: the plain kernel's time is the record's), its profile build (-DGEMM_PROFILE=1, compiled
 in the same pool as the plain builds) runs a short sustained loop whose launches fill a ring of
 profile slots (validation/gemm_profile.py); the record adds sm_clock_eff_mhz (median over the
@@ -63,7 +65,7 @@ import traceback
 from isa.errors import InputError
 from kernels.params import GemmParams
 from validation import (gemm_profile, harness, heldout13, heldout14, heldout15, heldout16, heldout17, heldout18,
-                        heldout19)
+                        heldout19, heldout20)
 from validation.power.nvml_sampler import power_limits
 from validation.provenance import (append_jsonl, device_provenance, record_dict, split_jsonl,
                                    write_record)
@@ -182,7 +184,8 @@ SWEEPS = {"smoke": sweep_smoke, "best": sweep_best, "validation": sweep_validati
           "shapes": sweep_shapes, "elect": sweep_elect, heldout13.SWEEP_NAME: heldout13.sweep,
           heldout14.SWEEP_NAME: heldout14.sweep, heldout15.SWEEP_NAME: heldout15.sweep,
           heldout16.SWEEP_NAME: heldout16.sweep, heldout17.SWEEP_NAME: heldout17.sweep,
-          heldout18.SWEEP_NAME: heldout18.sweep, heldout19.SWEEP_NAME: heldout19.sweep}
+          heldout18.SWEEP_NAME: heldout18.sweep, heldout19.SWEEP_NAME: heldout19.sweep,
+          heldout20.SWEEP_NAME: heldout20.sweep}
 #: sweeps that run only in sustained mode -> their default (--sustain-s, --steady-s) (s)
 SUSTAINED_ONLY = {heldout13.SWEEP_NAME: (3.0, 1.5),
                   heldout14.SWEEP_NAME: (heldout14.SUSTAIN_S, heldout14.STEADY_S),
@@ -190,7 +193,8 @@ SUSTAINED_ONLY = {heldout13.SWEEP_NAME: (3.0, 1.5),
                   heldout16.SWEEP_NAME: (heldout16.SUSTAIN_S, heldout16.STEADY_S),
                   heldout17.SWEEP_NAME: (heldout17.SUSTAIN_S, heldout17.STEADY_S),
                   heldout18.SWEEP_NAME: (heldout18.SUSTAIN_S, heldout18.STEADY_S),
-                  heldout19.SWEEP_NAME: (heldout19.SUSTAIN_S, heldout19.STEADY_S)}
+                  heldout19.SWEEP_NAME: (heldout19.SUSTAIN_S, heldout19.STEADY_S),
+                  heldout20.SWEEP_NAME: (heldout20.SUSTAIN_S, heldout20.STEADY_S)}
 DEFAULT_STEADY_S = 1.5
 #: record fields of a sweep's records beyond the common ones (the held-out marker, the sweep)
 SWEEP_FIELDS = {heldout13.SWEEP_NAME: lambda p: {"heldout": heldout13.HELDOUT_TAG},
@@ -199,21 +203,25 @@ SWEEP_FIELDS = {heldout13.SWEEP_NAME: lambda p: {"heldout": heldout13.HELDOUT_TA
                 heldout16.SWEEP_NAME: heldout16.record_fields,
                 heldout17.SWEEP_NAME: heldout17.record_fields,
                 heldout18.SWEEP_NAME: heldout18.record_fields,
-                heldout19.SWEEP_NAME: heldout19.record_fields}
+                heldout19.SWEEP_NAME: heldout19.record_fields,
+                heldout20.SWEEP_NAME: heldout20.record_fields}
 #: which configurations of a sustained sweep also get a cuBLAS loop (default: heldout13's rule)
 CUBLAS_PICKS = {heldout14.SWEEP_NAME: lambda params: set(), heldout15.SWEEP_NAME: lambda params: set(),
                 heldout16.SWEEP_NAME: lambda params: set(), heldout17.SWEEP_NAME: lambda params: set(),
-                heldout18.SWEEP_NAME: lambda params: set(), heldout19.SWEEP_NAME: lambda params: set()}
+                heldout18.SWEEP_NAME: lambda params: set(), heldout19.SWEEP_NAME: lambda params: set(),
+                heldout20.SWEEP_NAME: lambda params: set()}
 #: sustained sweeps whose configurations also get the SM-clock probe -> the probe loop's
 #: (seconds, steady seconds); the other sweeps run as before (no profile builds, no probe)
 SWEEP_PROBE = {heldout17.SWEEP_NAME: (heldout17.PROBE_SUSTAIN_S, heldout17.PROBE_STEADY_S),
                heldout18.SWEEP_NAME: (heldout18.PROBE_SUSTAIN_S, heldout18.PROBE_STEADY_S),
-               heldout19.SWEEP_NAME: (heldout19.PROBE_SUSTAIN_S, heldout19.PROBE_STEADY_S)}
+               heldout19.SWEEP_NAME: (heldout19.PROBE_SUSTAIN_S, heldout19.PROBE_STEADY_S),
+               heldout20.SWEEP_NAME: (heldout20.PROBE_SUSTAIN_S, heldout20.PROBE_STEADY_S)}
 #: a sustained sweep's planned wall seconds (params, sustain_s, cuBLAS loops) on the 16-core GPU
 #: machine (default heldout13.plan_seconds)
 PLAN_SECONDS = {heldout17.SWEEP_NAME: lambda params, sustain_s, n_cublas: heldout17.plan_seconds(params, sustain_s),
                 heldout18.SWEEP_NAME: lambda params, sustain_s, n_cublas: heldout18.plan_seconds(params, sustain_s),
-                heldout19.SWEEP_NAME: lambda params, sustain_s, n_cublas: heldout19.plan_seconds(params, sustain_s)}
+                heldout19.SWEEP_NAME: lambda params, sustain_s, n_cublas: heldout19.plan_seconds(params, sustain_s),
+                heldout20.SWEEP_NAME: lambda params, sustain_s, n_cublas: heldout20.plan_seconds(params, sustain_s)}
 SUSTAINED_KIND = "gemm_sustained"
 
 

@@ -253,7 +253,7 @@ def heldout() -> str:
 
 #: The later held-out sets (kind, report folder, what it holds), in the order measured; a set
 #: without a committed report (not compared yet) is left out. "sweeps": issue 14's design
-#: (hopsim.validate.heldout --set heldout14 .. heldout19, compare.json); "portfolio": the memory-bound
+#: (hopsim.validate.heldout --set heldout14 .. heldout20, compare.json); "portfolio": the memory-bound
 #: families (hopsim.validate.portfolio_compare, portfolio.json).
 LATER_SETS = (
     ("sweeps", "heldout14", "issue 14"),
@@ -273,6 +273,7 @@ LATER_SETS = (
     ("portfolio", "portfolio_rowwise_heldout4", "row reduction / row softmax points of the fourth set"),
     ("portfolio", "portfolio_tmacopy_heldout4", "TMA copy points of the fourth set"),
     ("portfolio", "portfolio_attention_heldout4", "attention tile points of the fourth set"),
+    ("sweeps", "heldout20", "issues 13-20 (eighth GEMM set, seed 2020261125)"),
 )
 
 

@@ -8,11 +8,12 @@
     python3 -m hopsim.validate.heldout --set heldout17 --records DIR --out DIR [--jobs 2]
     python3 -m hopsim.validate.heldout --set heldout18 --records DIR --out DIR [--jobs 2]
     python3 -m hopsim.validate.heldout --set heldout19 --records DIR --out DIR [--jobs 2]
+    python3 -m hopsim.validate.heldout --set heldout20 --records DIR --out DIR [--jobs 2]
 
 `--set` picks the held-out set (default heldout13: heldout.json / heldout.md, issue 13's table;
-heldout14 .. heldout19 (one design, six seeds): compare.json / report.md with issue 14's sweep
+heldout14 .. heldout20 (one design, seven seeds): compare.json / report.md with issue 14's sweep
 metrics and targets, hopsim/validate/heldout14_report.py). Records of another set are refused with
-heldout14 .. heldout19.
+heldout14 .. heldout20.
 
 A held-out set is measured on the H100 after the model is frozen (its fingerprint is written in
 the report) and compared once; the first comparison is published as it came out. Each record
@@ -24,7 +25,7 @@ For each record the configuration is simulated through the CLI, as a user would 
     predicted sustained clock, power and time;
   * at the record's measured time-weighted clock (`--clock MHZ`): a diagnostic of the SM model
     alone (the clock taken from the hardware);
-  * where the record has the SM-clock probe (`sm_clock_eff_mhz`, heldout17 .. heldout19: the clock64 /
+  * where the record has the SM-clock probe (`sm_clock_eff_mhz`, heldout17 .. heldout20: the clock64 /
     %globaltimer clock of the SMs, validation/gemm_profile.py), also at that clock of the SMs
     (sim_time_ms_at_sm_clock, err_time_sm_clock): the SM model with the clock the SMs counted.
 Errors are (simulated / measured - 1). Power is compared with the NVML averaged reading (what the
@@ -48,7 +49,7 @@ from isa.errors import InputError
 from hopsim.validate import heldout14_report
 from hopsim.validate.heldout_metrics import err as _err
 from hopsim.validate.heldout_metrics import stats as _stats
-from validation import heldout14, heldout15, heldout16, heldout17, heldout18, heldout19
+from validation import heldout14, heldout15, heldout16, heldout17, heldout18, heldout19, heldout20
 
 KNOBS = ("m", "n", "k", "dtype", "accum", "layout", "stages", "box_rows", "swizzle", "variant",
          "consumers", "ctas_per_sm", "epilogue", "raster", "group_m", "tma_issuer")
@@ -241,7 +242,7 @@ def run(argv, *, what: str, name: str, load, compare_one, summarise, markdown, e
 
 
 def _sweep_set(hset) -> dict:
-    """How a set of issue 14's design (validation/heldout14.py .. heldout19.py) is loaded, summarised
+    """How a set of issue 14's design (validation/heldout14.py .. heldout20.py) is loaded, summarised
     and written: only its members, heldout14_report's metrics and report."""
     return dict(name=hset.SWEEP_NAME, load=lambda d: heldout14_report.only_members(load(d), hset),
                 summarise=functools.partial(heldout14_report.summarise, hset=hset),
@@ -258,6 +259,7 @@ SETS = {
     "heldout17": _sweep_set(heldout17),
     "heldout18": _sweep_set(heldout18),
     "heldout19": _sweep_set(heldout19),
+    "heldout20": _sweep_set(heldout20),
 }
 
 

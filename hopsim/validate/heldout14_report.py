@@ -1,10 +1,10 @@
 """Issue 14's held-out comparison: the summary, the fixed targets and report.md of `--set heldout14`
-.. `--set heldout19`.
+.. `--set heldout20`.
 
-    python3 -m hopsim.validate.heldout --set heldout14|heldout15|...|heldout19 --records DIR --out DIR
+    python3 -m hopsim.validate.heldout --set heldout14|heldout15|...|heldout20 --records DIR --out DIR
 
-A set (validation/heldout14.py .. heldout19.py: one design, validation/heldout_draw.py,
-18 one-dimensional sweeps + single points, six seeds) is passed as its module (`hset`: sweeps(),
+A set (validation/heldout14.py .. heldout20.py: one design, validation/heldout_draw.py,
+18 one-dimensional sweeps + single points, seven seeds) is passed as its module (`hset`: sweeps(),
 membership(), SWEEP_NAME, SEED); every function defaults to heldout14. It is measured on
 the H100 as benchmark loops after the model is frozen, and compared once; compare.json and
 report.md keep the model fingerprint (`hopsim config show`'s). Each record is simulated twice by
@@ -12,7 +12,7 @@ report.md keep the model fingerprint (`hopsim config show`'s). Each record is si
 the record's measured time-weighted clock (the SM model alone). Both bases get every metric:
 time MAPE / worst / within 10%; per sweep the best-configuration agreement, the curve's shape and
 points within 10%, Spearman; plus the predicted clock and power against the measured ones.
-Where records carry the SM-clock probe (heldout17 .. heldout19: `sm_clock_eff_mhz`, the SMs' clock64 /
+Where records carry the SM-clock probe (heldout17 .. heldout20: `sm_clock_eff_mhz`, the SMs' clock64 /
 %globaltimer clock), a third basis, the SMs' measured clock (clock64), gets the time and sweep
 metrics too (SM_BASIS; no target reads it).
 The targets are the issues' numbers, written here as constants (never derived from a report).
@@ -266,7 +266,8 @@ def _config_table(rows: list[dict], members: dict) -> list[str]:
 TITLES = {"heldout14": "issue 14", "heldout16": "heldout16 (issues 14-16, seed 1620261124)",
           "heldout17": "heldout17 (issues 14-17, seed 1720261124)",
           "heldout18": "heldout18 (issues 13-18, seed 1820261124)",
-          "heldout19": "heldout19 (issues 13-19, seed 1920261124)"}
+          "heldout19": "heldout19 (issues 13-19, seed 1920261124)",
+          "heldout20": "heldout20 (issues 13-20, seed 2020261125)"}
 
 
 def markdown(summary: dict, rows: list[dict], fingerprint: str, basis: str,
