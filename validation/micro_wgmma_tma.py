@@ -16,7 +16,14 @@ clock64. Warp 4 (lane 0), when `tma` is set, streams 128-B x 128-row boxes (16 K
 L2-resident 8 MB f16 tensor into a ring of 4 shared-memory slots (one mbarrier each, slot reuse
 waits for its previous fill; nobody reads them) until the warpgroup has finished, and records its
 boxes and cycles. Per configuration, median of 5 launches: cycles per wgmma with and without the
-stream, and the stream's bytes per cycle.
+stream, and the stream's bytes per cycle. With --sliced (record microbench__wgmma_tma_sliced, SS only)
+the 16 wgmmas of a round read the four k16 slices of the 64-wide A and B tiles in turn (descriptor
+start + 32 B per slice, as a GEMM k-tile and microbench__smemport do) instead of slice 0 each time.
+
+Why --sliced: microbench__smemport measured wgmma slowed ~7% beside a TMA stream (1.8-2.0 tensor
+cycles per KiB filled: timing.smem_port_fill_tensor_cycles_per_kib) while this record's same-slice
+chain is slowed 0.1-0.9% (0.02-0.23 cycles per KiB). The sliced run tells which one a GEMM's
+k-tile (slices in turn) sees.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ __device__ __forceinline__ uint32_t wgt_swz(int row, int col) {
   const int c = col >> 3;
   return (row >> 3) * 1024 + (row & 7) * 128 + ((c ^ (row & 7)) << 4) + ((col & 7) << 1);
 }
-template <int N, int RS>
+template <int N, int RS, int SL>
 __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const CUtensorMap* map, int rows_mask,
                                           int iters, int tma, long long* __restrict__ times,
                                           float* __restrict__ out, int* __restrict__ flag) {
@@ -120,7 +127,7 @@ __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const C
     if (it == 0) t0 = clock64();
     sm90::wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < 16; ++j) M::run(acc, da, a, db);
+    for (int j = 0; j < 16; ++j) M::run(acc, da + (SL ? 2 * (j & 3) : 0), a, db + (SL ? 2 * (j & 3) : 0));
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
   }
@@ -137,23 +144,23 @@ __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const C
 """
 
 
-def kernel_name(n: int, rs: bool) -> str:
-    return f"wgt_{'rs' if rs else 'ss'}_n{n}"
+def kernel_name(n: int, rs: bool, sliced: bool = False) -> str:
+    return f"wgt_{'rs' if rs else 'ss'}_n{n}" + ("_sl" if sliced else "")
 
 
 def gen_source() -> str:
     parts = [HEAD, TAIL]
     for n in NS:
-        for rs in (False, True):
+        for rs, sl in ((False, False), (True, False), (False, True)):
             parts.append(
-                f'extern "C" __global__ void __launch_bounds__(160, 1) {kernel_name(n, rs)}(\n'
+                f'extern "C" __global__ void __launch_bounds__(160, 1) {kernel_name(n, rs, sl)}(\n'
                 f"    const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,\n"
                 f"    int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {{\n"
-                f"  wgt_bench<{n}, {int(rs)}>(src, &map, rows_mask, iters, tma, times, out, flag);\n}}\n")
+                f"  wgt_bench<{n}, {int(rs)}, {int(sl)}>(src, &map, rows_mask, iters, tma, times, out, flag);\n}}\n")
     return "".join(parts)
 
 
-def run(out: pathlib.Path, iters: int = 256, reps: int = 5) -> pathlib.Path:
+def run(out: pathlib.Path, iters: int = 256, reps: int = 5, sliced: bool = False) -> pathlib.Path:
     import cupy as cp
 
 
@@ -169,8 +176,8 @@ def run(out: pathlib.Path, iters: int = 256, reps: int = 5) -> pathlib.Path:
     for n in NS:
         src = rand_f16_bits((8192 + n * 128) // 2, seed=n)
         smem = 1024 + ((8192 + n * 128 + 1023) // 1024) * 1024 + 4 * 16384
-        for rs in (False, True):
-            fn = mod.get_function(kernel_name(n, rs))
+        for rs in ((False,) if sliced else (False, True)):
+            fn = mod.get_function(kernel_name(n, rs, sliced))
             fn.max_dynamic_shared_size_bytes = smem
             row = {}
             for tma in (0, 1):
@@ -202,13 +209,16 @@ def run(out: pathlib.Path, iters: int = 256, reps: int = 5) -> pathlib.Path:
         "units": {"alone": "SM cycles per wgmma", "with_tma": "SM cycles per wgmma",
                   "tma_bytes_per_cycle": "B per SM cycle written by the stream while the wgmmas ran"},
     }
-    return write_record("microbench", "wgmma_tma", payload, device_provenance(), out)
+    if sliced:
+        payload["measures"] = ["wgmma rate, the k16 slices in turn, while the SM's TMA fills shared memory"]
+    return write_record("microbench", "wgmma_tma_sliced" if sliced else "wgmma_tma", payload, device_provenance(), out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=pathlib.Path)
     ap.add_argument("--gen", action="store_true")
+    ap.add_argument("--sliced", action="store_true", help="the k16 slices in turn (record microbench__wgmma_tma_sliced)")
     args = ap.parse_args(argv)
     if args.gen:
         SRC.write_text(gen_source())
@@ -216,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.out:
         ap.error("--out DIR (or --gen)")
-    print(run(args.out))
+    print(run(args.out, sliced=args.sliced))
     return 0
 
 

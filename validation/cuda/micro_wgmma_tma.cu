@@ -13,7 +13,7 @@ __device__ __forceinline__ uint32_t wgt_swz(int row, int col) {
   const int c = col >> 3;
   return (row >> 3) * 1024 + (row & 7) * 128 + ((c ^ (row & 7)) << 4) + ((col & 7) << 1);
 }
-template <int N, int RS>
+template <int N, int RS, int SL>
 __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const CUtensorMap* map, int rows_mask,
                                           int iters, int tma, long long* __restrict__ times,
                                           float* __restrict__ out, int* __restrict__ flag) {
@@ -80,7 +80,7 @@ __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const C
     if (it == 0) t0 = clock64();
     sm90::wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < 16; ++j) M::run(acc, da, a, db);
+    for (int j = 0; j < 16; ++j) M::run(acc, da + (SL ? 2 * (j & 3) : 0), a, db + (SL ? 2 * (j & 3) : 0));
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
   }
@@ -97,30 +97,45 @@ __device__ __forceinline__ void wgt_bench(const uint4* __restrict__ src, const C
 extern "C" __global__ void __launch_bounds__(160, 1) wgt_ss_n64(
     const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
     int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
-  wgt_bench<64, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
+  wgt_bench<64, 0, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
 }
 extern "C" __global__ void __launch_bounds__(160, 1) wgt_rs_n64(
     const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
     int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
-  wgt_bench<64, 1>(src, &map, rows_mask, iters, tma, times, out, flag);
+  wgt_bench<64, 1, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
+}
+extern "C" __global__ void __launch_bounds__(160, 1) wgt_ss_n64_sl(
+    const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
+    int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
+  wgt_bench<64, 0, 1>(src, &map, rows_mask, iters, tma, times, out, flag);
 }
 extern "C" __global__ void __launch_bounds__(160, 1) wgt_ss_n128(
     const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
     int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
-  wgt_bench<128, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
+  wgt_bench<128, 0, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
 }
 extern "C" __global__ void __launch_bounds__(160, 1) wgt_rs_n128(
     const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
     int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
-  wgt_bench<128, 1>(src, &map, rows_mask, iters, tma, times, out, flag);
+  wgt_bench<128, 1, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
+}
+extern "C" __global__ void __launch_bounds__(160, 1) wgt_ss_n128_sl(
+    const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
+    int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
+  wgt_bench<128, 0, 1>(src, &map, rows_mask, iters, tma, times, out, flag);
 }
 extern "C" __global__ void __launch_bounds__(160, 1) wgt_ss_n256(
     const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
     int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
-  wgt_bench<256, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
+  wgt_bench<256, 0, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
 }
 extern "C" __global__ void __launch_bounds__(160, 1) wgt_rs_n256(
     const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
     int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
-  wgt_bench<256, 1>(src, &map, rows_mask, iters, tma, times, out, flag);
+  wgt_bench<256, 1, 0>(src, &map, rows_mask, iters, tma, times, out, flag);
+}
+extern "C" __global__ void __launch_bounds__(160, 1) wgt_ss_n256_sl(
+    const uint4* __restrict__ src, const __grid_constant__ CUtensorMap map, int rows_mask, int iters,
+    int tma, long long* __restrict__ times, float* __restrict__ out, int* __restrict__ flag) {
+  wgt_bench<256, 0, 1>(src, &map, rows_mask, iters, tma, times, out, flag);
 }
