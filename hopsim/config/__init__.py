@@ -85,6 +85,15 @@ class GpuConfig(BaseModel):
         return int(float(self.spec.l2_bytes.value) * float(self.timing.l2_effective_capacity_fraction.value))
 
     @property
+    def l2_reread_ramp_bytes(self) -> tuple | None:
+        """(start, end) bytes of the re-read hit ramp (`timing.l2_reread_ramp_start_fraction`,
+        `_end_fraction` x `spec.l2_bytes`; dispatch_residency.reread_hit_fraction); None when the
+        end is 0 (off: a strict LRU at `l2_residency_bytes`)."""
+        l2 = float(self.spec.l2_bytes.value)
+        end = float(self.timing.l2_reread_ramp_end_fraction.value)
+        return None if end <= 0 else (l2 * float(self.timing.l2_reread_ramp_start_fraction.value), l2 * end)
+
+    @property
     def hbm_latency_cycles(self) -> float:
         """Load latency of an L2 miss in SM cycles at this run's clock: the L2 hit latency (SM
         clock domain) plus the DRAM access `timing.hbm_extra_latency_ns` (memory clock domain)."""

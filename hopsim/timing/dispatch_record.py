@@ -28,10 +28,11 @@ class ClassifyRecord:
     """Per CTA, in linear order: the hit vector and the residency counters after its dispatch."""
 
     __slots__ = ("num_ctas", "capacity", "hits", "after", "valid", "complete", "tiles", "used", "warm",
-                 "warm_bytes")
+                 "warm_bytes", "reread")
 
-    def __init__(self, num_ctas: int, capacity: int, warm: bool = False):
+    def __init__(self, num_ctas: int, capacity: int, warm: bool = False, reread: tuple | None = None):
         self.num_ctas, self.capacity = num_ctas, capacity  # the L2 residency's bytes
+        self.reread = reread  # the residency's re-read hit ramp (dispatch_residency)
         self.warm, self.warm_bytes = warm, 0  # a same-buffer loop's residency (memory.WarmResidency)
         self.hits: list = []
         self.after: list = []  # _state() after each CTA's classify
@@ -40,9 +41,10 @@ class ClassifyRecord:
         self.tiles = self.used = None  # the LRU after the last CTA
 
     def replays(self, residency) -> bool:
-        """Can a run over this (empty) residency replay the record? Complete, same L2 capacity,
-        both warm (a same-buffer loop) or both cold."""
+        """Can a run over this (empty) residency replay the record? Complete, same L2 capacity and
+        re-read ramp, both warm (a same-buffer loop) or both cold."""
         return (self.complete and residency.capacity == self.capacity
+                and getattr(residency, "reread", None) == self.reread
                 and getattr(residency, "warm", False) == self.warm)
 
 

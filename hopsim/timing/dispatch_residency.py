@@ -49,12 +49,20 @@ class DispatchResidency:
         each SM (`MemorySystem._l2_service`);
       - read again by the warp that read it before (a row kernel's second pass): the first read
         has completed (the warp's later reads depend on it), so it is not part of that fetch: a
-        hit if it is still resident by LRU reuse distance (Mattson et al., "Evaluation techniques
-        for storage hierarchies", IBM Syst. J. 1970: a reference hits a fully associative LRU
-        cache iff the distinct bytes touched since its last use fit), else a fresh miss. The bytes
-        touched chip-wide in between are estimated as the warp's own distinct bytes between the two
-        reads times the warps resident at once (min(slots, CTAs of the grid) x the plan's warps
-        that read global memory, all streaming alike); stores are not counted. `_classify_walk`.
+        hit or a fresh miss by reuse distance (Mattson et al., "Evaluation techniques for storage
+        hierarchies", IBM Syst. J. 1970: a reference hits an LRU cache iff the distinct bytes
+        touched since its last use fit). The bytes touched chip-wide in between (the footprint F)
+        are estimated as the warp's own distinct bytes between the two reads times the warps
+        resident at once (min(slots, CTAs of the grid) x the plan's warps that read global
+        memory, all streaming alike) times (1 + the plan's stored bytes / its distinct read bytes):
+        the other warps' traffic in that time carries their stores in that ratio, and a store
+        allocates its line in L2 (write-back, write-allocate) as a first read does. The share of
+        such re-reads that hit is `reread_hit_fraction(F)`: 1 up to the ramp's start, 0 from its
+        end, linear between (the H100's L2 is not a strict LRU: re-read rounds of a footprint past
+        the start hit in part, micro_membw's reuse family; `residency.reread`, None: a strict LRU
+        at the residency's capacity); a warp's re-reads take the hits evenly (an accumulator of
+        the fractions: a hit each time it passes 1), so CTAs alike get equal vectors (the memo).
+        `_classify_walk`.
     `classify(cta)` returns a `CtaHits` (its `key` is the memo key).
 
     Representation (speed; same decisions as a per-tile dict walk): the plan's tiles of every CTA
@@ -96,8 +104,11 @@ class DispatchResidency:
         self._sh_share = np.zeros(self.num_tiles)
         reading = sum(1 for w in range(len(self.starts) - 1) if self.starts[w + 1] > self.starts[w])
         # warps reading global memory at once, chip-wide: the resident CTAs (a grid smaller than the
-        # slots has all its CTAs resident, no more) x the plan's warps that read
-        self._concurrent = min(slots, num_ctas) * max(1, reading)
+        # slots has all its CTAs resident, no more) x the plan's warps that read; x (1 + stored /
+        # distinct read bytes of CTA 0): the footprint per byte of a warp's own distinct reads
+        distinct = float(self.nbytes[np.unique(self.ids[0], return_index=True)[1]].sum()) if n and t else 0.0
+        stores = 1.0 + (plan.stored_bytes / distinct if distinct else 0.0)
+        self._concurrent = min(slots, num_ctas) * max(1, reading) * stores
 
     def _short_rows(self, plan: TilePlan, n: int, t: int):
         """A truncated plan (`TilePlan.cut`: from CTA c0 on, each warp reads a prefix of its row,
@@ -202,15 +213,24 @@ class DispatchResidency:
         nb = self._nb_list if nb is None else nb
         starts = self.starts if starts is None else starts
         res = self.residency
-        w, last, touched = 0, {}, 0  # last: tile -> the warp's bytes read before its latest read
+        ramp = getattr(res, "reread", None)
+        w, last, touched, acc = 0, {}, 0, 0.0  # last: tile -> the warp's bytes read before its latest read
         for j, (t, h) in enumerate(zip(ids.tolist(), hit.tolist())):
             while j >= starts[w + 1]:
-                w, last, touched = w + 1, {}, 0
+                w, last, touched, acc = w + 1, {}, 0, 0.0
             before = last.get(t)
             last[t] = touched
             touched += nb[j]
             if before is not None and h:   # the warp's own re-read (a hit at dispatch)
-                if (touched - nb[j] - before) * self._concurrent > res.capacity:
+                foot = (touched - nb[j] - before) * self._concurrent
+                if ramp is None:
+                    miss = foot > res.capacity
+                else:
+                    acc += reread_hit_fraction(foot, *ramp)
+                    miss = acc < 1.0 - 1e-9
+                    if not miss:
+                        acc -= 1.0
+                if miss:
                     res.hits, res.misses = res.hits - 1, res.misses + 1
                     res.hit_bytes, res.miss_bytes = res.hit_bytes - nb[j], res.miss_bytes + nb[j]
                     out_hit.append(False)
@@ -234,6 +254,17 @@ class DispatchResidency:
                 out_hit.append(True)
                 share.append(float(self._sh_share[t]))
         return CtaHits(np.array(out_hit, dtype=bool), np.array(share), starts)
+
+
+def reread_hit_fraction(footprint: float, start: float, end: float) -> float:
+    """Share of re-reads at reuse footprint `footprint` (bytes) that hit L2: 1 up to `start`,
+    0 from `end`, linear between (timing.l2_reread_ramp_*_fraction x l2_bytes, fitted on
+    micro_membw's reuse_read rounds: hopsim/validate/calibrate_membw.reread_ramp)."""
+    if footprint <= start:
+        return 1.0
+    if footprint >= end:
+        return 0.0
+    return (end - footprint) / (end - start)
 
 
 class StreamingResidency:

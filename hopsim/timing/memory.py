@@ -90,11 +90,12 @@ def coalesce(ranges) -> dict:
 class L2Residency:
     """LRU set of tiles with a byte capacity."""
 
-    __slots__ = ("capacity", "used", "_tiles", "_ready", "hits", "misses", "hit_bytes", "miss_bytes")
+    __slots__ = ("capacity", "used", "_tiles", "_ready", "hits", "misses", "hit_bytes", "miss_bytes", "reread")
     warm = False  # WarmResidency: the tiles a launch reads are resident at its start
 
-    def __init__(self, capacity_bytes: int):
+    def __init__(self, capacity_bytes: int, reread: tuple | None = None):
         self.capacity = int(capacity_bytes)
+        self.reread = reread  # (start, end) bytes of the re-read hit ramp (dispatch_residency), None: strict LRU
         self.used = 0
         self._tiles: OrderedDict[Hashable, int] = OrderedDict()
         self._ready: dict[Hashable, float] = {}
@@ -181,8 +182,8 @@ class WarmResidency(L2Residency):
     __slots__ = ("_seen", "warm_bytes")
     warm = True
 
-    def __init__(self, capacity_bytes: int):
-        super().__init__(capacity_bytes)
+    def __init__(self, capacity_bytes: int, reread: tuple | None = None):
+        super().__init__(capacity_bytes, reread)
         self._seen: set = set()
         self.warm_bytes = 0
 
@@ -239,7 +240,7 @@ class MemorySystem:
         self.hbm_pipe = self.PIPE("HBM->L2", trace)
         self._reads = 0
         self.port = SharedPort(self) if self.PIPE is GapPipe else None  # requests made without one
-        self.residency = L2Residency(gpu.l2_residency_bytes)
+        self.residency = L2Residency(gpu.l2_residency_bytes, gpu.l2_reread_ramp_bytes)
         self.jitter = jitter or Jitter()
         self.bytes_from_l2 = 0  # bytes read not fetched from HBM for this read (hits, merged misses)
         self.bytes_from_hbm = 0  # bytes that missed and came from HBM

@@ -215,7 +215,7 @@ class _Grid:
         self.memory.now = lambda: self.env.now
         self.memory.link_sms = min(self.num_sms, self.num_ctas)  # the SMs sharing it (as the partitioned links)
         if warm:  # a launch of a loop over the same buffers: its reads are resident at its start
-            self.memory.residency = WarmResidency(self.memory.residency.capacity)
+            self.memory.residency = WarmResidency(self.memory.residency.capacity, self.memory.residency.reread)
         self.consts = _Consts(gpu)
         self.sms: dict[int, SM] = {}
         self.agg = _Aggregate(trace)
@@ -275,7 +275,7 @@ class _Grid:
         slot = "record_warm" if res.warm else "record"  # a same-buffer loop's decisions differ
         rec = cache.get(slot)
         if rec is None or not rec.replays(res):
-            rec = cache[slot] = dispatch_record.ClassifyRecord(self.num_ctas, res.capacity, res.warm)
+            rec = cache[slot] = dispatch_record.ClassifyRecord(self.num_ctas, res.capacity, res.warm, res.reread)
         self.dispatch = dispatch_record.RecordedDispatch(self.dispatch, rec)
 
     def finish_dispatch(self) -> None:

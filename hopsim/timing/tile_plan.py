@@ -36,13 +36,18 @@ SPIN_ISSUES = 4096
 CAPTURE_ISSUES = 1 << 22
 
 
+_STORES = (Kind.ST_GLOBAL, Kind.TMA_STORE)
+"""Effects whose bytes `capture_tiles(stored=...)` counts as stored."""
+
+
 class CaptureLimit(HopsimError):
     """A CTA's zero-time capture issued more than CAPTURE_ISSUES (a spin that nothing ends)."""
 
 
-def capture_tiles(ex, stop=None, favour=None, budget: int | None = None) -> list[list]:
+def capture_tiles(ex, stop=None, favour=None, budget: int | None = None, stored: list | None = None) -> list[list]:
     """Run one CTA executor in zero time; return its TMA-load (tile key, bytes) per warp, with
-    the 128-B lines of its ld.global as tiles (GLINE, (line,)) in issue order.
+    the 128-B lines of its ld.global as tiles (GLINE, (line,)) in issue order. `stored` (a list):
+    each st.global's and TMA store's bytes are appended to it (the L2 re-read rule counts them).
 
     Scheduling as the functional runner does it: round-robin over warps, each issues until it
     blocks; when all are blocked the oldest pending async op completes. `stop(tiles)` -> True
@@ -88,6 +93,8 @@ def capture_tiles(ex, stop=None, favour=None, budget: int | None = None) -> list
                             return tiles
                     elif eff.kind == Kind.LD_GLOBAL and eff.gmem_ranges:  # its lines, as sm.py reads them
                         tiles[w].extend(((GLINE, (a // LINE,)), b) for a, b in coalesce(eff.gmem_ranges).items())
+                    elif stored is not None and eff.kind in _STORES:
+                        stored.append(sum(coalesce(eff.gmem_ranges).values()) if eff.gmem_ranges else eff.gmem_bytes)
                     if eff.complete is not None:
                         pending.append(eff)
                     if eff.kind == Kind.EXIT:
@@ -109,13 +116,13 @@ def capture_tiles(ex, stop=None, favour=None, budget: int | None = None) -> list
     return tiles
 
 
-def _keys(make_executor, cta: int) -> list | None:
+def _keys(make_executor, cta: int, stored: list | None = None) -> list | None:
     """A CTA's TMA tiles per warp as (handle, coords, nbytes), from a full zero-time run; None
     when a tile key is not (handle, integer coords), lanes diverged (paths may differ by CTA) or
-    the run passed CAPTURE_ISSUES (`CaptureLimit`)."""
+    the run passed CAPTURE_ISSUES (`CaptureLimit`). `stored`: see `capture_tiles`."""
     ex = make_executor(cta)
     try:
-        raw = capture_tiles(ex)
+        raw = capture_tiles(ex, stored=stored)
     except CaptureLimit:  # a spin nothing ends: no plan; the detailed simulation's caps report it
         return None
     if getattr(ex, "divergences", 0):  # lanes' paths may differ between CTAs: no plan, no memo
@@ -155,6 +162,7 @@ class TilePlan:
         self.mode = mode
         self.make_executor = make_executor
         self.cut = None  # truncated plan: (first CTA with the short rows, short row lengths per warp)
+        self.stored_bytes = 0  # bytes CTA 0 stores (st.global, TMA stores): `build` sets it
         self.first = {}  # (w, handle) -> CTA 0's first coords
         for w, row in enumerate(base):
             for h, co, _ in row:
@@ -283,23 +291,32 @@ class TilePlan:
         """The plan from sample CTAs; `transform(rows)` (linear_plan) rewrites each sample's
         rows into the plan's keys (None: no plan); with it, affine plans only. `also`: more CTAs
         the plan must predict (the first CTA of each control-flow class, cta_classes.py)."""
-        grid = launch.grid
-        coords_of = launch.cta_coords
-
-        def linear(x, y, z):
-            return x + grid[0] * (y + grid[1] * z)
-
         seen: dict = {}  # a CTA's full zero-time run is the same every time: once each (the rows are not mutated)
+        stored: list = []  # CTA 0's stored bytes
 
         def keys(cta):
             if cta not in seen:
-                got = _keys(make_executor, cta)
+                got = _keys(make_executor, cta, stored if cta == 0 else None)
                 seen[cta] = transform(got) if transform is not None and got is not None else got
             return seen[cta]
 
         base = keys(0)
         if base is None or not any(base):
             return None
+        plan = cls._build(base, launch, make_executor, transform, also, keys)
+        if plan is not None:
+            plan.stored_bytes = sum(stored)
+        return plan
+
+    @classmethod
+    def _build(cls, base, launch, make_executor, transform, also, keys) -> "TilePlan | None":
+        """`build` once CTA 0's rows (`base`) are known: affine, truncated or translated."""
+        grid = launch.grid
+        coords_of = launch.cta_coords
+
+        def linear(x, y, z):
+            return x + grid[0] * (y + grid[1] * z)
+
         n = launch.num_ctas
         checks = sorted({n - 1, n // 2 + 1 if n > 2 else n - 1})
         plan = cls._affine(base, grid, linear, keys, coords_of)

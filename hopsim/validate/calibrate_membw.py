@@ -9,6 +9,7 @@ adds these rows when the file exists (else the fields keep their defaults in h10
 | gmem_outstanding_sectors_per_sm | sms, one SM (Little's law where neither the chip's links nor other SMs' traffic limit): max over the 1-SM points of the work's bytes per cycle (as above) x the unloaded latency of the same level (gmem chase: calibrate_gmem.chase_latency_cycles) / 32 B, rounded up (replaces calibrate_gmem's all-SM rule: at 132 SMs the loaded latency exceeds the unloaded one, so that rule undercounts what one SM keeps in flight) |
 | hbm_loaded_latency_fraction | copyu (grid-stride copies beyond L2, all SMs, 1-2 loads of 4-16 B in flight per thread): each point's loaded miss latency by Little's law L = x / (its read rate per SM per cycle), x = warps/SM x 32 x vec x unroll bytes in flight; k = median over the points below 0.95 x the fastest copy of (L - L0) / (x (1/R + 1/X)), L0 the unloaded HBM latency (gmem chase), R, X one SM's HBM read and write rates (hbm_bytes_per_s, hbm_write_bytes_per_s / SMs / SM clock); the saturated points only show the link's rate |
 | l2_effective_capacity_fraction | reuse (read and copy): a footprint re-reads at L2 speed when its extra rounds ((t4 - t1) / 3 per round) move its bytes faster than 2 x the all-SM HBM read rate (sms, HBM, 132 SMs); capacity = the midpoint between the largest such footprint and the smallest larger one that does not (a copy's footprint: source + destination), / spec.l2_bytes |
+| l2_reread_ramp_start_fraction, l2_reread_ramp_end_fraction | reuse, read: each footprint F's re-read hit share h(F) = (tau_miss - tau(F)) / (tau_miss - tau_hit), clipped to [0, 1], tau(F) the extra rounds' seconds per byte ((t4 - t1) / 3 / F; 0 when t4 <= t1), tau_miss = 1 / the all-SM HBM read rate (sms, HBM, 132 SMs), tau_hit = the fastest read footprint's tau; the ramp (1 up to start, 0 from end, linear between) with the least squared error over the read footprints, start and end on a 1-MiB grid (the first best in (start, end) order), / spec.l2_bytes. Check, not fitted: the copies' footprints (source + destination) hit where the ramp says (copy 32 MiB at L2 speed, 48 MiB not: stores count in the footprint) |
 
 NOT_APPLIED: fitted here (tested, reported by `line_issue`) but not written to the calibrated
 config: gmem_line_issue_cycles (8.26 cycles per further line from the lone-warp chains) moves the
@@ -182,6 +183,46 @@ def l2_capacity(recs: list[dict], l2_bytes: float) -> tuple[float, str] | None:
                                       f"{cap / MIB:.0f} MiB (the midpoint) / {l2_bytes / MIB:.0f} MiB")
 
 
+def reread_shares(recs: list[dict]) -> list[tuple[float, float]] | None:
+    """(footprint bytes, re-read hit share) of each reuse read footprint (see the table)."""
+    hbm = [float(r["results"]["bytes_per_s"]) for r in recs
+           if r["family"] == "sms" and r["params"]["where"] == "hbm" and r["params"]["sms"] == max(
+               x["params"]["sms"] for x in recs if x["family"] == "sms")]
+    rates = {fp: v for (op, fp), v in per_round_rates(recs).items() if op == "read"}
+    finite = [v for v in rates.values() if math.isfinite(v)]
+    if not hbm or not finite:
+        return None
+    t_miss, t_hit = 1.0 / max(hbm), 1.0 / max(finite)
+    if t_hit >= t_miss:
+        return None
+    return [(fp, min(1.0, max(0.0, (t_miss - 1.0 / v) / (t_miss - t_hit)))) for fp, v in sorted(rates.items())]
+
+
+def ramp_share(fp: float, start: float, end: float) -> float:
+    """The ramp's hit share at footprint fp (as dispatch_residency.reread_hit_fraction)."""
+    return 1.0 if fp <= start else 0.0 if fp >= end else (end - fp) / (end - start)
+
+
+def reread_ramp(recs: list[dict], l2_bytes: float) -> tuple[tuple[float, str], tuple[float, str]] | None:
+    """(l2_reread_ramp_start_fraction, l2_reread_ramp_end_fraction) from the reuse read points
+    (see the table)."""
+    pts = reread_shares(recs)
+    if not pts or len(pts) < 3:
+        return None
+    top = int(max(fp for fp, _h in pts) // MIB)
+    best = None
+    for a in range(1, top + 1):
+        for b in range(a + 1, 2 * top + 1):
+            err = sum((ramp_share(fp, a * MIB, b * MIB) - h) ** 2 for fp, h in pts)
+            if best is None or err < best[0] - 1e-12:
+                best = (err, a, b)
+    err, a, b = best
+    res = ", ".join(f"{fp / MIB:.0f} MiB {h:.2f}/{ramp_share(fp, a * MIB, b * MIB):.2f}" for fp, h in pts)
+    what = (f"reuse_read rounds' hit shares (measured/ramp: {res}); least squares {err:.3f}: ramp from {a} to {b} MiB "
+            f"/ {l2_bytes / MIB:.0f} MiB")
+    return (a * MIB / l2_bytes, _src(recs, what)), (b * MIB / l2_bytes, _src(recs, what))
+
+
 UNSATURATED = 0.95
 """copyu points below this fraction of the fastest copy are latency-bound (the loaded-latency fit's)."""
 
@@ -230,7 +271,10 @@ def derive_membw(records_dir, l2_bytes: float, hbm_rates: tuple[float, float] | 
     if not recs:
         return {}
     lat = chase_latency_cycles(gmem_records(records_dir))
+    ramp = reread_ramp(recs, l2_bytes)
     got = {"gld_bytes_per_cycle_per_sm": load_path(recs),
+           "l2_reread_ramp_start_fraction": ramp[0] if ramp else None,
+           "l2_reread_ramp_end_fraction": ramp[1] if ramp else None,
            "gmem_outstanding_sectors_per_sm": outstanding(recs, lat),
            "l2_effective_capacity_fraction": l2_capacity(recs, l2_bytes),
            "hbm_loaded_latency_fraction": loaded_latency(recs, lat, *hbm_rates, num_sms) if hbm_rates else None}

@@ -19,6 +19,7 @@ CASES = [  # (family, mapping, rows, cols, regs per thread, L2 bytes)
     ("rowsum", "warp", 8 * 21, 512, 32, 64 << 10),        # L2 evicting
     ("softmax", "cta", 21, 1024, 32, 64 << 10),
     ("rowsum", "cta", 37, 384, 255, 50 << 20),            # 1 CTA per SM; 3 chunks over 8 warps
+    ("softmax", "warp", 8 * 37, 256, 32, 640 << 10),      # re-reads mid-ramp (footprint 512 KiB, stores counted)
 ]
 
 

@@ -122,6 +122,39 @@ def test_copy_footprint_counts_source_and_destination():
     assert got * 50 == pytest.approx(40)  # hits up to 2 x 16 = 32 MiB, misses at 2 x 24 = 48 MiB
 
 
+def ramp_reuse(fp, start, end, t_hit, t_miss, overhead_ms=0.02):
+    """Rounds 1 and 4 of a footprint read whose re-read rounds hit the share of the ramp
+    (start, end) (seconds per byte t_hit for a hit, t_miss for a miss)."""
+    h = cm.ramp_share(fp, start, end)
+    out = []
+    for rounds in (1, 4):
+        ms = overhead_ms + (fp * t_miss + (rounds - 1) * fp * (h * t_hit + (1 - h) * t_miss)) * 1e3
+        out.append(_rec("reuse", f"reuse_read_{fp // MIB}MiB_r{rounds}", {"op": "read", "footprint_bytes": fp,
+                                                                          "rounds": rounds},
+                        {"bytes_per_s": fp * rounds / (ms * 1e-3), "ms_median": ms}))
+    return out
+
+
+@pytest.mark.parametrize("start_mib, end_mib", [(29, 52), (20, 44), (36, 70)])
+def test_reread_ramp_recovers_the_ramp(start_mib, end_mib):
+    """Records made from a ramp (the fastest footprint a full hit at t_hit, the all-SM HBM read
+    rate the miss): the fit gives back its start and end (footprints every 4 MiB, 4..96)."""
+    recs = [sms("hbm", 16, 132, 3e12 / 132)]
+    t_miss = 1 / recs[0]["results"]["bytes_per_s"]  # the all-SM HBM read rate (its launch overhead included)
+    for fp in range(4, 100, 4):
+        recs += ramp_reuse(fp * MIB, start_mib * MIB, end_mib * MIB, 1 / 16e12, t_miss)
+    shares = dict(cm.reread_shares(recs))
+    for fp, h in shares.items():
+        assert h == pytest.approx(cm.ramp_share(fp, start_mib * MIB, end_mib * MIB), abs=1e-9)
+    (a, _), (b, src) = cm.reread_ramp(recs, 50 * MIB)
+    assert (a * 50, b * 50) == pytest.approx((start_mib, end_mib))
+    assert "least squares 0.000" in src
+
+
+def test_reread_ramp_needs_reuse_points():
+    assert cm.reread_ramp([sms("hbm", 16, 132, 3e12 / 132)], 50 * MIB) is None
+
+
 def test_no_records_no_rows(tmp_path):
     assert cm.derive_membw(tmp_path, 50 * MIB) == {}
 
