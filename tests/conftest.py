@@ -1,12 +1,31 @@
-"""Shared test setup: GPU tests are skipped unless cupy sees an sm90 device."""
+"""Shared test setup: GPU tests are skipped unless cupy sees an sm90 device; how many processes
+run the tests (pyproject's `-n auto`, pytest-xdist)."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+MAX_WORKERS = 4  # each worker holds up to ~0.7 GB (the simulator's caches); more cores gain little
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker per core (at most MAX_WORKERS) when the run is the whole suite or a
+    directory; 0 (the tests run in this process, no worker start-up) when every argument names a
+    test file or a single test, where starting workers costs more than it saves.
+    PYTEST_XDIST_AUTO_NUM_WORKERS overrides (xdist's own variable)."""
+    env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if env:
+        return int(env)
+    args = [a.split("::")[0] for a in config.args]
+    if args and all(a.endswith(".py") for a in args):
+        return 0
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
 def _have_sm90() -> bool:
