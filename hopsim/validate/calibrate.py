@@ -46,7 +46,8 @@ committed SASS x microbench__tma_issue by the rules of hopsim/validate/calibrate
 launch_overhead_ns, launch_per_sm_ns, cta_dispatch_cycles, l2_dirty_fraction and (replacing the rule
 above, whose 1056-CTA grid of 128 threads is one wave, not eight) cta_launch_cycles from the
 launch2 records by those of hopsim/validate/calibrate_launch.py; the shared-memory port fields
-(smem_port_*) from smemport/microbench__smemport.json by the rules of hopsim/validate/calibrate_smemport.py;
+(smem_port_*) from smemport/microbench__smemport.json (the fill charge from microbench__wgmma_tma) by the
+rules of hopsim/validate/calibrate_smemport.py;
 the register-only timing classes (alu_latency_cycles, mufu_latency_cycles, shfl_latency_cycles,
 op_<class>_latency/pipe/warp_cycles: hopsim/timing/opclass.py) from microbench__ops.json by the rules
 of hopsim/validate/calibrate_ops.py (`derive_op_fields`), the atom/red classes' fields

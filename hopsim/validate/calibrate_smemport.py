@@ -10,8 +10,16 @@ is *slowed* in a configuration when its rate there is more than NOISE below its 
 | smem_port_bytes_per_cycle | over the wgmma + LSU pairs (wgmma1/wgmma2 with ld, st, stmatrix) in which the LSU stream is slowed: the median of wgmma operand B/cycle + LSU B/cycle there (the LSU takes what the operand reads leave); 0 when no LSU stream is slowed |
 | smem_port_rank_wgmma | 1 when wgmma is slowed in none of those pairs (the operand reads keep their rate), else 0 |
 | smem_port_rank_lsu | 0 |
-| smem_port_fill_tensor_cycles_per_kib | over the wgmma + TMA pairs (wgmma1/wgmma2 + tma): the median of (cycles per wgmma there - alone) / (KiB the TMA stream filled per wgmma there = TMA B/cycle x paired cycles per wgmma / 1024) |
+| smem_port_fill_tensor_cycles_per_kib | from the one-warpgroup wgmma chains beside a 16-KB-box TMA stream (CHAIN_FILES: wgmma_tma_sliced/'s rows, the k16 slices in turn as a GEMM k-tile; else microbench__wgmma_tma's): the median of (cycles per wgmma with the stream - alone) / (KiB filled per wgmma = stream B/cycle x cycles per wgmma with it / 1024); 0 when no chain is slowed by more than NOISE (the rule of `slowed`). Without those records: the same over this record's wgmma + TMA pairs (wgmma1/wgmma2 + tma) |
 | smem_port_tma_weight | 0 when TMA and LSU slow neither stream of the tma + ld/st/stmatrix pairs AND wgmma + TMA + LSU together (the triple) move more than smem_port_bytes_per_cycle: fills are not on the port; else 1 |
+
+The two sources disagree: the smemport pairs lose 1.8-2.0 cycles per KiB filled, the wgmma_tma chains
+0.02-0.23 (slowed 0.1-0.9%, below NOISE: 0), and so do the same chains reading the k16 slices in turn
+(wgmma_tma_sliced/, 2026-11-25: 0.06-0.29 per KiB, slowed 0.25-1.2%): reading the slices in turn is
+not what slows the pairs. The chains are taken: the one-SM GEMM profiles (gemm_cycles__*, a development check, looked
+at, never fitted) of mma-bound ws kernels (r128, 128B) run within 1% of the tensor pipe plus the
+model's other costs with the chains' charge and 8-11% slow with the pairs' (32-48 KiB filled per
+k-tile x 1.9 cycles).
 
 smem_port_wgmma_weight stays at its default (1: every SS operand byte through the port) and
 smem_port_rank_tma is not read while the TMA weight is 0. The record's wgmma + TMA pairs slow both
@@ -28,6 +36,11 @@ import pathlib
 import statistics
 
 SMEMPORT_FILE = pathlib.Path("smemport") / "microbench__smemport.json"
+CHAIN_FILES = (pathlib.Path("wgmma_tma_sliced") / "microbench__wgmma_tma_sliced.json",
+               pathlib.Path("microbench__wgmma_tma.json"))
+"""The one-warpgroup wgmma chains beside a TMA stream, the first present is read: the sliced run
+(`python3 -m validation.micro_wgmma_tma --sliced`: the k16 slices in turn, a GEMM k-tile's and the
+smemport pairs' operand pattern), else the same-slice chains."""
 NOISE = 0.03
 """A paired rate more than 3% below the rate alone counts as slowed (launch-to-launch spread of the
 one-SM rates is below 1%: the record's *_min_cta and median agree)."""
@@ -40,6 +53,33 @@ def smemport_record(records_dir: pathlib.Path) -> dict | None:
 
 def rate_key(stream: str) -> str:
     return "wgmma_bytes_per_cycle" if stream.startswith("wgmma") else f"{stream}_bytes_per_cycle"
+
+
+def chain_fill_charge(records_dir: pathlib.Path, pairs: dict[str, float]) -> tuple[float, str] | None:
+    """smem_port_fill_tensor_cycles_per_kib from the first CHAIN_FILES record present: median over
+    its rows of (with - alone) / KiB filled per wgmma (0 when no row is slowed by more than NOISE);
+    `pairs` (the smemport pairs' per-KiB losses) are quoted in the source. None without a record."""
+    for rel in CHAIN_FILES:
+        path = pathlib.Path(records_dir) / rel
+        if not path.exists():
+            continue
+        rec = json.loads(path.read_text())
+        by = rec["results"]["by_config"]
+        per = {cfg: (r["with_tma"] - r["alone"]) / (r["tma_bytes_per_cycle"] * r["with_tma"] / 1024)
+               for cfg, r in by.items()}
+        if not per:
+            continue
+        prov = rec.get("provenance", {})
+        any_slowed = any(slowed(r["alone"], r["with_tma"]) for r in by.values())  # cycles: alone/with = rate ratio
+        src = (f"measured: {rel.as_posix()} ({prov.get('device_name', '?')}, {str(prov.get('date_utc', '?'))[:10]}, "
+               f"commit {str(prov.get('git_commit', '?'))[:7]}): the one-warpgroup wgmma chains beside a 16-KB-box TMA "
+               "stream, (cycles per wgmma with - alone) / KiB filled per wgmma (" +
+               ", ".join(f"{c} {v:.3f}" for c, v in sorted(per.items())) + "): " +
+               ("their median" if any_slowed else f"no chain slowed by more than {NOISE:.0%}: fills do not slow wgmma, 0") +
+               "; smemport's wgmma + TMA pairs (" + ", ".join(f"{c} {v:.3f}" for c, v in sorted(pairs.items())) +
+               ") not used: calibrate_smemport.py says why")
+        return (statistics.median(per.values()) if any_slowed else 0.0), src
+    return None
 
 
 def slowed(rate: float, alone: float) -> bool:
@@ -104,7 +144,10 @@ def derive_smemport(records_dir: pathlib.Path) -> dict[str, tuple[float, str]]:
         alone_cyc, cyc = by[f"{w}|1sm"]["wgmma_cycles_per_op"], row["wgmma_cycles_per_op"]
         kib = row["tma_bytes_per_cycle"] * cyc / 1024
         per_kib[cfg] = (cyc - alone_cyc) / kib
-    if per_kib:
+    chain = chain_fill_charge(records_dir, per_kib)
+    if chain:
+        out["smem_port_fill_tensor_cycles_per_kib"] = chain
+    elif per_kib:
         out["smem_port_fill_tensor_cycles_per_kib"] = (statistics.median(per_kib.values()), where + (
             "median over the wgmma + TMA pairs of (cycles per wgmma paired - alone) / KiB filled per wgmma (" +
             ", ".join(f"{c} {v:.3f}" for c, v in sorted(per_kib.items())) + ")"))

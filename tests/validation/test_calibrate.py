@@ -96,6 +96,7 @@ def test_every_timing_number_is_sourced_and_measured_ones_name_their_record():
         assert src.startswith(("measured: microbench__", "measured: gmem/gmem.jsonl",
                                "measured: launch2/launch2__",
                                "measured: smemport/microbench__smemport.json",
+                               "measured: wgmma_tma_sliced/microbench__wgmma_tma_sliced.json",
                                "measured: membw/membw.jsonl")), (name, src)
         record = src.split("measured: ", 1)[1].split(" ", 1)[0]
         assert (RECORDS_DIR / record).exists(), (name, record)
