@@ -28,7 +28,9 @@ runs), heldout4 heldout4_points() (drawn 2026-11-24 before the seventh freeze, S
 13 points, slot j enumerating (head_dim, kv_block) (d128/kv128, heldout1's worst, in 4 slots; the
 others in 3) and the stages (1..4, the most that fits where fewer fit), and drawing from its own
 seeded stream the CTA count (bins below, at and above one wave of 132 SMs) and seq (512..8192 keys);
-a draw over STEPS_MAX CTA x KV-block steps or planned before is redrawn.
+a draw over STEPS_MAX CTA x KV-block steps or planned before is redrawn; heldout5
+heldout5_points() (drawn 2026-11-25 before the eighth freeze, SEED5 2020261125): the same design with
+the new seed, 13 points, none planned before.
 """
 
 from __future__ import annotations
@@ -87,20 +89,29 @@ def _draw4(rng: random.Random, j: int, old: set) -> tuple | None:
     return None if t * seq // kvb > STEPS_MAX or pt in old else pt
 
 
-def heldout4_points(seed: int = SEED4) -> tuple:
-    """heldout4's 13 points, slot j from its own seeded stream; never one of POINTS. Deterministic."""
+def heldout4_points(seed: int = SEED4, old: frozenset = frozenset(POINTS)) -> tuple:
+    """heldout4's 13 points, slot j from its own seeded stream; never one of `old` (POINTS).
+    Deterministic. heldout5_points draws the same design."""
     out = []
     for j in range(13):
         rng = random.Random(f"{seed}:attention:{j}")
         while True:
-            pt = _draw4(rng, j, set(POINTS))
+            pt = _draw4(rng, j, old)
             if pt is not None:
                 out.append(pt)
                 break
     return tuple(out)
 
 
-PLANS = {"heldout1": POINTS, "heldout4": heldout4_points()}
+SEED5 = 2020261125
+
+
+def heldout5_points() -> tuple:
+    """heldout5's 13 points: heldout4's design with SEED5; never one of POINTS or heldout4's."""
+    return heldout4_points(SEED5, frozenset(POINTS + heldout4_points()))
+
+
+PLANS = {"heldout1": POINTS, "heldout4": heldout4_points(), "heldout5": heldout5_points()}
 
 
 def plan_name(size_set: str | None = None) -> str:

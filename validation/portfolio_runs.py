@@ -460,8 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--debug-dump", type=pathlib.Path, metavar="DIR", help="attention only: build with "
                     "-DATTN_DEBUG, run one small point per kernel, compare CTA 0's staged dump with numpy "
                     "(validation/attention_debug.py); nothing timed")
-    ap.add_argument("--set", default=None, help="held-out set: heldout1 (default), heldout2, heldout3 or "
-                    "heldout4 (validation/portfolio.py SETS: vecadd/copy sizes; rowwise.py, portfolio_tmacopy.py "
+    ap.add_argument("--set", default=None, help="held-out set: heldout1 (default), heldout2 .. "
+                    "heldout5 (validation/portfolio.py SETS: vecadd/copy sizes; rowwise.py, portfolio_tmacopy.py "
                     "and portfolio_attention.py PLANS: their plan of that name, else heldout1's; children inherit it through "
                     "$HOPSIM_PORTFOLIO_SET)")
     a = ap.parse_args(argv)

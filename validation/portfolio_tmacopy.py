@@ -28,6 +28,9 @@ validation/portfolio.py):
             the tensor bytes (three bins from L2-resident to 1.25 GB) and the shape; a draw that is
             not a valid launch (TmaCopyParams), has more than TILES_MAX4 tiles, or whose point was
             planned before, is redrawn.
+  heldout5  heldout5_points() (drawn 2026-11-25 before the eighth freeze, SEED5 2020261125): heldout4's
+            design with the new seed and the top tensor-bytes bin capped at 384..640 MB (BYTE_BINS5);
+            24 points, none planned before.
 They are held out: measured after the model is frozen, never simulated before.
 """
 
@@ -115,17 +118,17 @@ TILES_MAX4 = 262144
 a point in the comparison costs no more than points compared before."""
 
 
-def _slot4(j: int) -> tuple:
+def _slot4(j: int, byte_bins: tuple = BYTE_BINS4) -> tuple:
     """heldout4's enumerated fields of slot j: (dtype, swizzle, stages, ctas_per_sm, bytes bin)."""
     return (("f16", "f32")[(j // 2) % 2], SWIZZLES4[(j + j // 4) % 4], 1 + (j + j // 8) % 8,
-            CTAS4[j % 8], BYTE_BINS4[j % 3])
+            CTAS4[j % 8], byte_bins[j % 3])
 
 
-def _draw4(rng: random.Random, j: int, old: set) -> tuple | None:
+def _draw4(rng: random.Random, j: int, old: set, byte_bins: tuple = BYTE_BINS4) -> tuple | None:
     """One candidate point of slot j (a POINTS-style tuple), or None when it is not a valid launch
     (TmaCopyParams; persistent CTAs that do not fit one SM's 228 KB; more than TILES_MAX4 tiles)
     or was planned before."""
-    dt, sw, st, cps, (blo, bhi) = _slot4(j)
+    dt, sw, st, cps, (blo, bhi) = _slot4(j, byte_bins)
     esize = ESIZE[dt]
     br = rng.choice(BOX_ROWS4["tile" if cps is None else "persistent"])
     inner = 16 * rng.randint(1, min(INNER_MAX4[sw], 256 if cps is None else 64) // 16)
@@ -144,21 +147,34 @@ def _draw4(rng: random.Random, j: int, old: set) -> tuple | None:
     return pt
 
 
-def heldout4_points(seed: int = SEED4) -> tuple:
+def heldout4_points(seed: int = SEED4, old: frozenset = frozenset(POINTS + HELDOUT3_POINTS),
+                    byte_bins: tuple = BYTE_BINS4) -> tuple:
     """heldout4's 24 points (POINTS-style tuples), slot j from its own seeded stream; never one of
-    POINTS or HELDOUT3_POINTS. Deterministic."""
-    old, out = set(POINTS) | set(HELDOUT3_POINTS), []
+    `old` (POINTS or HELDOUT3_POINTS). Deterministic. heldout5_points draws the same design."""
+    out = []
     for j in range(24):
         rng = random.Random(f"{seed}:tmacopy:{j}")
         while True:
-            pt = _draw4(rng, j, old)
+            pt = _draw4(rng, j, old, byte_bins)
             if pt is not None:
                 out.append(pt)
                 break
     return tuple(out)
 
 
-PLANS = {"heldout1": POINTS, "heldout3": HELDOUT3_POINTS, "heldout4": heldout4_points()}
+SEED5 = 2020261125
+BYTE_BINS5 = BYTE_BINS4[:2] + ((384 << 20, 640 << 20),)
+"""heldout5's tensor-bytes bins: heldout4's with the top one capped at 640 MB (heldout4 drew up to 1.25 GB),
+so that the simulated comparison stays within ~30 min."""
+
+
+def heldout5_points() -> tuple:
+    """heldout5's 24 points: heldout4's design (slots, persistent small boxes) with SEED5 and
+    BYTE_BINS5; never one of POINTS, HELDOUT3_POINTS or heldout4's. Deterministic."""
+    return heldout4_points(SEED5, frozenset(POINTS + HELDOUT3_POINTS + heldout4_points()), BYTE_BINS5)
+
+
+PLANS = {"heldout1": POINTS, "heldout3": HELDOUT3_POINTS, "heldout4": heldout4_points(), "heldout5": heldout5_points()}
 
 
 def plan_name(size_set: str | None = None) -> str:

@@ -32,6 +32,10 @@ set name (`portfolio_runs --set`, $HOPSIM_PORTFOLIO_SET; validation/portfolio.py
             of 1024 columns at 1K..4K, 16K..64K and 128K..512K rows, the class heldout1 and heldout3
             missed most); no shape measured before, of the tests or benchmarks (OLD_SHAPES4):
             18 shapes, 72 points.
+  heldout5  the fifth set (drawn 2026-11-25 before the eighth freeze, SEED5 2020261125): heldout4's
+            cells with a new seed, the top bytes bin capped at 384..640 MiB (BYTE_BINS5: 1024 columns
+            at 96K..160K rows), so the simulated comparison stays within ~30 min; no shape of
+            heldout1, heldout3, heldout4 or DEV_SHAPES: 18 shapes, 72 points.
 These sizes are held out: the simulator's tests and benchmarks use others.
 
 The GPU pieces (make_set, launcher, check) take the cupy module as an argument; the check is not bit
@@ -72,12 +76,13 @@ def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:
     return math.exp(rng.uniform(math.log(lo), math.log(hi)))
 
 
-def drawn_shapes(seed: int = SEED, col_bins: tuple = COL_BINS, old: frozenset | None = None) -> list[tuple[int, int]]:
+def drawn_shapes(seed: int = SEED, col_bins: tuple = COL_BINS, old: frozenset | None = None,
+                 byte_bins: tuple = BYTE_BINS) -> list[tuple[int, int]]:
     """(rows, cols): one per (cols bin, bytes bin) cell, each from its own seeded stream; a draw
     whose cols is a power of two (except in a bin pinned to one value, lo == hi), or whose shape is
     in `old` (default heldout1's), is redrawn. With the defaults: heldout3's."""
     out, old = [], set(grid_shapes()) if old is None else old
-    for i, ((clo, chi), (blo, bhi)) in enumerate(itertools.product(col_bins, BYTE_BINS)):
+    for i, ((clo, chi), (blo, bhi)) in enumerate(itertools.product(col_bins, byte_bins)):
         rng = random.Random(f"{seed}:rowwise:{i}")
         while True:
             cols = max(clo, min(chi, round(_log_uniform(rng, clo, chi) / COL_UNIT) * COL_UNIT))
@@ -101,7 +106,22 @@ def heldout4_shapes() -> list[tuple[int, int]]:
     return drawn_shapes(SEED4, COL_BINS4, frozenset(grid_shapes()) | frozenset(drawn_shapes()) | DEV_SHAPES)
 
 
-PLANS = {"heldout1": grid_shapes, "heldout3": drawn_shapes, "heldout4": heldout4_shapes}
+SEED5 = 2020261125
+BYTE_BINS5 = BYTE_BINS[:2] + ((384 << 20, 640 << 20),)
+"""heldout5's x-bytes bins: heldout3's with the top one capped at 384..640 MiB (heldout4 drew up to 2 GiB):
+1024 columns then means 96K..160K rows, and the simulated comparison stays within ~30 min (softmax_cta
+at heldout4's 199800 x 1024 took 88 s of one core per clock, measured 2026-11-25 on that compared point)."""
+
+
+def heldout5_shapes() -> list[tuple[int, int]]:
+    """heldout5's (rows, cols): one per cell of COL_BINS4 x BYTE_BINS5 with SEED5 (1024 columns
+    exactly at 1K..4K, 16K..64K and 96K..160K rows: one warp per row, the class heldout4 missed
+    most; then heldout3's cols bins), never a shape of heldout1, heldout3, heldout4 or DEV_SHAPES."""
+    old = frozenset(grid_shapes()) | frozenset(drawn_shapes()) | frozenset(heldout4_shapes()) | DEV_SHAPES
+    return drawn_shapes(SEED5, COL_BINS4, old, BYTE_BINS5)
+
+
+PLANS = {"heldout1": grid_shapes, "heldout3": drawn_shapes, "heldout4": heldout4_shapes, "heldout5": heldout5_shapes}
 
 
 def plan_name(size_set: str | None = None) -> str:

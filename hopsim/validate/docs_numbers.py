@@ -274,6 +274,10 @@ LATER_SETS = (
     ("portfolio", "portfolio_tmacopy_heldout4", "TMA copy points of the fourth set"),
     ("portfolio", "portfolio_attention_heldout4", "attention tile points of the fourth set"),
     ("sweeps", "heldout20", "issues 13-20 (eighth GEMM set, seed 2020261125)"),
+    ("portfolio", "portfolio_heldout5", "vecadd/copy points at the fifth set's sizes (2.0M..329M floats)"),
+    ("portfolio", "portfolio_rowwise_heldout5", "row reduction / row softmax points of the fifth set"),
+    ("portfolio", "portfolio_tmacopy_heldout5", "TMA copy points of the fifth set"),
+    ("portfolio", "portfolio_attention_heldout5", "attention tile points of the fifth set"),
 )
 
 

@@ -4,7 +4,7 @@ records, once.
     python3 -m hopsim.validate.portfolio_compare --records validation/records/h100/portfolio \
         --out validation/reports/h100/portfolio [--jobs 2] [--set heldout3]
 
-`--set NAME` (validation/portfolio.py SETS: heldout1 .. heldout4) makes every record prove
+`--set NAME` (validation/portfolio.py SETS: heldout1 .. heldout5) makes every record prove
 it belongs to that held-out set (its params' `set`; records written before the field existed are
 heldout1's): a record of another set stops the comparison with one line (a wrong --records folder)
 and the report's title names the set. Without --set every record is compared, as before.
