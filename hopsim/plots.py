@@ -139,17 +139,22 @@ def timeline_boxes(trace: Any, clock_mhz: float | None = None) -> TimelineBoxes:
     boxes: list[tuple] = []
     open_b: dict = defaultdict(list)
     open_async: dict = {}
+    add = boxes.append
     for ev in events:
         ph, pid, tid = ev.get("ph"), ev.get("pid", 0), ev.get("tid", 0)
-        if ph == "M":
+        if ph == "X":  # the common event (_cycles inlined for hopsim's own: cycles in args)
+            a = ev.get("args") or {}
+            if "start_cycle" in a and "cycles" in a:
+                add((pid, tid, float(a["start_cycle"]), float(a["cycles"]), ev.get("name", ""), ev.get("cat", "")))
+            else:
+                s, d = _cycles(ev, clock)
+                add((pid, tid, s, d, ev.get("name", ""), ev.get("cat", "")))
+        elif ph == "M":
             label = (ev.get("args") or {}).get("name")
             if ev.get("name") == "thread_name":
                 names[(pid, tid)] = label
             elif ev.get("name") == "process_name":
                 names[(pid, None)] = label
-        elif ph == "X":
-            s, d = _cycles(ev, clock)
-            boxes.append((pid, tid, s, d, ev.get("name", ""), ev.get("cat", "")))
         elif ph == "B":
             open_b[(pid, tid)].append(ev)
         elif ph == "E" and open_b[(pid, tid)]:
@@ -215,8 +220,8 @@ def first_cta_windows(trace: Any, head_cycles: float, tail_cycles: float = 2500.
     if not boxes:
         return [(0.0, max(head_cycles, 1.0))]
     t0 = min(b[2] for b in boxes)
-    warp = sorted((b for b in boxes if "warp" in str(names.get((b[0], b[1]), "")).lower()),
-                  key=lambda b: b[2])
+    warp_lane = {k: "warp" in str(names.get(k, "")).lower() for k in {(b[0], b[1]) for b in boxes}}
+    warp = sorted((b for b in boxes if warp_lane[(b[0], b[1])]), key=lambda b: b[2])
     end = None
     in_epi = False
     for b in warp:
@@ -266,7 +271,7 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
         wins = [(float(lo), float(hi)) for lo, hi in windows if hi > lo]
     else:
         wins = [(t0, min(t_end, t0 + max_cycles) if max_cycles else t_end)]
-    boxes = [b for b in boxes if any(b[2] < hi and b[2] + b[3] > lo for lo, hi in wins)]
+    boxes = _in_windows(boxes, wins)
     lanes = sorted({(b[0], b[1]) for b in boxes}, key=lambda k: (k[0], str(type(k[1])), k[1]))
     multi = len({p for p, _ in lanes}) > 1
 
@@ -350,6 +355,19 @@ def plot_timeline(trace_events: Any, path: str | os.PathLike, title: str = "time
     if not boxes:
         axes[0].text(0.5, 0.5, "no trace events", transform=axes[0].transAxes, ha="center")
     return _save(fig, path, tight=False, title=title + clip)
+
+
+def _in_windows(boxes: list, wins: list[tuple[float, float]]) -> list:
+    """The boxes that overlap any window (open intervals), in their order."""
+    out = []
+    for b in boxes:
+        start = b[2]
+        end = start + b[3]
+        for lo, hi in wins:
+            if start < hi and end > lo:
+                out.append(b)
+                break
+    return out
 
 
 def _rectangles(batch: dict, to_rgba):

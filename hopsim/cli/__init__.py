@@ -8,6 +8,8 @@ from `HopsimError` become one line on stderr and exit status 2; argparse usage e
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
 import sys
 
@@ -99,7 +101,19 @@ def missing_command(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
+def _quick_exit_collection() -> None:
+    """At interpreter exit (an `atexit` handler, registered by `main`): freeze the heap, so that
+    the final garbage collections of the interpreter's shutdown skip it. They would traverse every
+    object still alive (a simulation's results, matplotlib's modules) only to find that the process
+    is ending: ~0.3 CPU-s after the README's main job (its last, single-core step) against ~0.05 s
+    frozen. Objects are still released by their reference counts; only cyclic garbage is left to
+    the operating system (outputs are written and closed before: inputs.Outputs)."""
+    gc.freeze()
+
+
 def main(argv: list[str] | None = None) -> int:
+    atexit.unregister(_quick_exit_collection)  # once, however often main runs in one process
+    atexit.register(_quick_exit_collection)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:

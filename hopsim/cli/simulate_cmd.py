@@ -31,7 +31,7 @@ from hopsim.power.model import Events, PowerModel
 from hopsim.power.solve import ClockSolver, parse_clock
 from hopsim.progress import Activity
 from hopsim.summary import format_summary
-from hopsim.timing.runner import SimulationLimit, simulate
+from hopsim.timing.runner import SimulationLimit, rare_full_collections, simulate
 from isa.errors import HopsimError, InputError
 from isa.ir import check, parse, verify
 from isa.ir.program import LabelDef
@@ -157,6 +157,7 @@ def _title(p) -> str:
             f"{p.epilogue}, {p.raster}")
 
 
+@rare_full_collections  # the boxes would start a full collection over the traced run
 def _timeline(run, path: str, window: int | None) -> None:
     res = run.result
     p = run.params
@@ -286,9 +287,10 @@ class _EarlyPicture:
     is loaded once the workers have started, and the --plot timeline of the fastest point so far is
     made (its traced re-simulation, then the drawing, kept as the PNG's bytes) once no more chunks
     are pending than there are CPUs (no chunk waits for a CPU then: the picture's work fills the
-    CPUs the finishing points leave idle). `_sweep_outputs` uses that picture only when the fastest
-    row of the whole sweep is that same row (else it simulates and draws its own): the picture is
-    the one the finished sweep picks, byte for byte."""
+    CPUs the finishing points leave idle; meanwhile the workers run nicer, sweep.workers_yield, so
+    that this work, which the sweep's end waits for, has a CPU of its own). `_sweep_outputs` uses
+    that picture only when the fastest row of the whole sweep is that same row (else it simulates
+    and draws its own): the picture is the one the finished sweep picks, byte for byte."""
 
     def __init__(self, args, keys: list):
         self.args, self.keys = args, keys
@@ -305,8 +307,9 @@ class _EarlyPicture:
         good = [r for r in rows if r is not None and isinstance(r.get("time_ms"), (int, float))]
         if good:
             self.row = min(good, key=lambda r: r["time_ms"])
-            self.run = _traced_run(self.row, self.keys)
-            self.png = _drawn(self.run, self.args.plot_cycles)
+            with sweep.workers_yield():  # the sweep's end waits for the picture: a CPU of its own
+                self.run = _traced_run(self.row, self.keys)
+                self.png = _drawn(self.run, self.args.plot_cycles)
 
     def run_of(self, row):
         """The early run when it is `row`'s, else None."""

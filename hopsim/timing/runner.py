@@ -58,11 +58,13 @@ def regs_per_thread_of(kernel) -> int:
     return max(16, min(255, n))
 
 
-def _rare_full_collections(fn):
+def rare_full_collections(fn):
     """Run `fn` with Python's full (generation-2) collections made rarer (smclass.FULL_GC_EVERY
     generation-1 collections apart instead of 10): a launch's tile plan, dispatch arrays, memo
     table and executors are many long-lived objects that each full collection traverses again;
-    young objects are still collected as usual. The thresholds are restored after."""
+    young objects are still collected as usual. The thresholds are restored after. (Also the
+    timeline picture's drawing, hopsim/cli/simulate_cmd.py: its ~10^5 boxes would start a full
+    collection over the traced run it draws, ~0.15 s.)"""
     @functools.wraps(fn)
     def wrapped(*args, **kw):
         old = gc.get_threshold()
@@ -74,7 +76,7 @@ def _rare_full_collections(fn):
     return wrapped
 
 
-@_rare_full_collections
+@rare_full_collections
 def simulate(kernel, launch, gpu=None, *, values: bool = True, trace: bool = False, gmem=None,
              checks: bool = True, flop_count: float | None = None, regs_per_thread: int | None = None,
              jitter_seed: int | None = None, jitter_cycles: int = 0, executor_factory=None,
