@@ -19,12 +19,12 @@ residency, the memo and the dispatch record):
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import types
 
 import numpy as np
 import pytest
 
+from hopsim.cli import main
 from hopsim.cli.membound_cmd import simulate_membound
 from hopsim.config import load_gpu
 from hopsim.functional.gmem import GlobalMemory
@@ -161,19 +161,25 @@ def test_a_values_run_beyond_the_l2_reruns_rotated_on_the_original_inputs():
     assert same.result.extra["l2_warm"] is False and _numbers(same.result) == _numbers(rot.result)
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "hopsim", "simulate", *args], capture_output=True, text=True,
-                          timeout=300)
+def _cli(capsys, *args):
+    """`hopsim simulate ARGS` in this process (the CLI's main; `python3 -m hopsim` as a process is
+    tested in tests/cli/test_desc_cli.py): exit status, stdout, stderr."""
+    try:
+        code = main(["simulate", *args])
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return types.SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
-def test_cli_loop_same_reports_the_mode_and_bad_values_exit_2():
-    out = _cli("gemm", "--m", "128", "--n", "128", "--k", "256", "--loop", "same", "--json", "--no-progress")
+def test_cli_loop_same_reports_the_mode_and_bad_values_exit_2(capsys):
+    out = _cli(capsys, "gemm", "--m", "128", "--n", "128", "--k", "256", "--loop", "same", "--json", "--no-progress")
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["extra"]["loop"] == "same" and d["extra"]["l2_warm"] is True and d["bytes_hbm"] == 0
-    text = _cli("gemm", "--m", "128", "--n", "128", "--k", "256", "--loop", "same", "--no-progress")
+    text = _cli(capsys, "gemm", "--m", "128", "--n", "128", "--k", "256", "--loop", "same", "--no-progress")
     assert "loop over the same buffers" in text.stdout
-    bad = _cli("gemm", "--loop", "warm")
+    bad = _cli(capsys, "gemm", "--loop", "warm")
     assert bad.returncode == 2 and bad.stdout == ""
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and "loop" in lines[0] and "warm" in lines[0] and "rotated, same" in lines[0]

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from tests.validation import no_cupy
 from validation import portfolio as pf
 from validation import portfolio_runs as runs
 
@@ -71,8 +72,7 @@ def test_record_schema():
 
 
 def test_portfolio_list_imports_without_cupy():
-    code = "import sys, validation.portfolio; assert 'cupy' not in sys.modules; print(len(validation.portfolio.points()))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "56"
+    assert no_cupy.counts()["portfolio_points"] == 56
 
 
 def test_bad_family_is_one_line_exit_2(capsys):
