@@ -19,6 +19,7 @@ A new hopsim module or subpackage must be given its layer in HOPSIM_LAYERS.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 from dataclasses import dataclass
 
@@ -88,7 +89,9 @@ def _resolve(node: ast.ImportFrom, module: str, is_pkg: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _imports(path: pathlib.Path) -> list[Imp]:
+@functools.lru_cache(maxsize=None)
+def _imports(path: pathlib.Path) -> tuple[Imp, ...]:
+    """Every import statement of one file (parsed once per test process)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     module, rel = _module_name(path), str(path.relative_to(REPO))
     in_fn = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
@@ -104,10 +107,14 @@ def _imports(path: pathlib.Path) -> list[Imp]:
         else:
             continue
         out += [Imp(module, t, rel, node.lineno, id(node) in in_fn) for t in targets]
-    return out
+    return tuple(out)
 
 
-ALL = [imp for p in _files() for imp in _imports(p)]
+@functools.lru_cache(maxsize=1)
+def _all() -> tuple[Imp, ...]:
+    """Every import of every file of PACKAGES: read when a test first needs it, not at collection
+    (each test process collects; only the processes that run these tests parse the sources)."""
+    return tuple(imp for p in _files() for imp in _imports(p))
 
 
 def _top(dotted: str) -> str:
@@ -162,21 +169,21 @@ def _cycle(g: dict[str, set[str]]) -> list[str] | None:
 
 
 def _package_edges():
-    return [(_top(i.src), _top(i.target), i) for i in ALL
+    return [(_top(i.src), _top(i.target), i) for i in _all()
             if _top(i.target) in PACKAGES and _top(i.src) != _top(i.target)]
 
 
 def _hopsim_edges():
-    return [(_unit(i.src), _unit(i.target), i) for i in ALL
+    return [(_unit(i.src), _unit(i.target), i) for i in _all()
             if _top(i.src) == "hopsim" and _top(i.target) == "hopsim" and _unit(i.src) != _unit(i.target)]
 
 
 def test_the_walk_sees_the_code():
     """The walker finds every package and the imports everyone knows are there."""
-    seen = {(i.src, i.target) for i in ALL}
+    seen = {(i.src, i.target) for i in _all()}
     assert ("hopsim.timing.runner", "simpy") in seen
     assert ("hopsim.gemm_sim", "kernels.gemm") in seen
-    assert {_top(i.src) for i in ALL} == set(PACKAGES)
+    assert {_top(i.src) for i in _all()} == set(PACKAGES)
 
 
 def test_top_level_packages_form_a_dag_in_the_declared_order():
@@ -206,30 +213,30 @@ def test_hopsim_units_form_a_dag_in_the_declared_order():
 def test_modules_import_each_other_without_cycles():
     """Within a package too: no module-level import cycle between modules (Python would hand one
     of them a half-initialised module)."""
-    cyc = _cycle(_graph((i.src, i.target, i) for i in ALL
+    cyc = _cycle(_graph((i.src, i.target, i) for i in _all()
                         if _top(i.target) in PACKAGES and i.src != i.target and not i.in_function
                         and not i.src.startswith(i.target + ".")))
     assert cyc is None, "module import cycle: " + " -> ".join(cyc)
 
 
 def test_validation_is_the_gpu_side_without_the_simulator():
-    bad = [i.where() for i in ALL if _top(i.src) == "validation" and _top(i.target) in {"hopsim", "simpy"}]
+    bad = [i.where() for i in _all() if _top(i.src) == "validation" and _top(i.target) in {"hopsim", "simpy"}]
     assert not bad, "validation/ must run without hopsim and simpy:\n" + "\n".join(bad)
 
 
 def test_only_validation_imports_gpu_modules():
-    bad = [i.where() for i in ALL if _top(i.target) in GPU_ONLY and _top(i.src) != "validation"]
+    bad = [i.where() for i in _all() if _top(i.target) in GPU_ONLY and _top(i.src) != "validation"]
     assert not bad, "cupy/cuda/pynvml outside validation/:\n" + "\n".join(bad)
 
 
 def test_functional_never_imports_simpy_or_timing():
-    bad = [i.where() for i in ALL if i.src.startswith("hopsim.functional")
+    bad = [i.where() for i in _all() if i.src.startswith("hopsim.functional")
            and (_top(i.target) == "simpy" or i.target.startswith("hopsim.timing"))]
     assert not bad, "\n".join(bad)
 
 
 def test_kernels_and_isa_never_import_simpy():
-    bad = [i.where() for i in ALL if _top(i.src) in {"isa", "kernels"} and _top(i.target) == "simpy"]
+    bad = [i.where() for i in _all() if _top(i.src) in {"isa", "kernels"} and _top(i.target) == "simpy"]
     assert not bad, "\n".join(bad)
 
 

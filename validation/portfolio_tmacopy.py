@@ -137,6 +137,8 @@ def _draw4(rng: random.Random, j: int, old: set, byte_bins: tuple = BYTE_BINS4) 
     cols = max(bc, round(math.exp(rng.uniform(math.log(1024), math.log(32768))) / bc) * bc)
     rows = max(br, round(nbytes / (esize * cols) / br) * br)
     pt = (dt, rows, cols, br, bc, sw, st, cps)
+    if (rows // br) * (cols // bc) > TILES_MAX4 or pt in old:
+        return None  # TmaCopyParams.tiles without building the tensor maps (most candidates end here)
     try:
         t = TmaCopyParams(rows=rows, cols=cols, dtype=dt, box_rows=br, box_cols=bc, swizzle=sw, stages=st,
                           ctas=None if cps is None else cps * 132)

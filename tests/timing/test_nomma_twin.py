@@ -5,12 +5,11 @@ validation/records/h100/nomma) through simulate(), and the per-box TMA issue hol
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
 
+from hopsim.cli import main
 from hopsim.config import load_gpu
 from hopsim.gemm_sim import simulate_gemm
 from hopsim.validate import calibrate_nomma as cn
@@ -42,10 +41,10 @@ def test_the_nomma_twin_is_faster_and_refuses_a_check():
         simulate_gemm(SINGLE.replace(k=256), check=True, no_mma=True)
 
 
-def test_cli_no_mma_takes_one_point():
-    r = subprocess.run([sys.executable, "-m", "hopsim", "simulate", "gemm", "--stages", "1-2", "--no-mma"],
-                       capture_output=True, text=True)
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no-mma" in r.stderr
+def test_cli_no_mma_takes_one_point(capsys):
+    assert main(["simulate", "gemm", "--stages", "1-2", "--no-mma"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no-mma" in err
 
 
 @pytest.mark.parametrize("variant,issuer,bn,field", [
