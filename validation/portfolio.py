@@ -80,9 +80,9 @@ def drawn_sizes(seed: int, bins: tuple, old: frozenset) -> tuple[int, ...]:
 HELDOUT4_SIZES = drawn_sizes(SEED4, HELDOUT4_BINS, frozenset(SIZES + HELDOUT2_SIZES + HELDOUT3_SIZES))
 #: The fifth held-out set (drawn 2026-11-25 before the eighth freeze): SEED5, heldout4's bins with a
 #: new seed, the two largest capped at 96M..192M and 256M..384M floats (at most 1.5 GiB per array;
-#: heldout4 drew 324M and 1013M): simulating copy_f32 at 1062M floats (not a held-out size) took
-#: ~400 s, f32_gs ~320 s, f4 ~70 s (wall, on this shared 2-core machine, 2026-11-25), the cost grows
-#: with the size and each point is simulated at two clocks, so the caps keep the whole portfolio comparison
+#: heldout4 drew 324M and 1013M): simulating heldout4's compared copy_f32 and copy_f32_gs at 324M
+#: floats took 41 s and 40 s of one core (2026-11-25), the cost grows with the size and each point
+#: is simulated at two clocks, so the caps keep the whole portfolio comparison
 #: within ~30 min on two cores (heldout4's took ~45 min).
 SEED5 = 2020261125
 HELDOUT5_BINS = HELDOUT4_BINS[:4] + ((96 << 20, 192 << 20), (256 << 20, 384 << 20))

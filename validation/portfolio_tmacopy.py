@@ -29,7 +29,7 @@ validation/portfolio.py):
             not a valid launch (TmaCopyParams), has more than TILES_MAX4 tiles, or whose point was
             planned before, is redrawn.
   heldout5  heldout5_points() (drawn 2026-11-25 before the eighth freeze, SEED5 2020261125): heldout4's
-            design with the new seed and the top tensor-bytes bin capped at 384..640 MB (BYTE_BINS5);
+            design with the new seed and the top tensor-bytes bin capped at 256..512 MB (BYTE_BINS5);
             24 points, none planned before.
 They are held out: measured after the model is frozen, never simulated before.
 """
@@ -165,8 +165,8 @@ def heldout4_points(seed: int = SEED4, old: frozenset = frozenset(POINTS + HELDO
 
 
 SEED5 = 2020261125
-BYTE_BINS5 = BYTE_BINS4[:2] + ((384 << 20, 640 << 20),)
-"""heldout5's tensor-bytes bins: heldout4's with the top one capped at 640 MB (heldout4 drew up to 1.25 GB),
+BYTE_BINS5 = BYTE_BINS4[:2] + ((256 << 20, 512 << 20),)
+"""heldout5's tensor-bytes bins: heldout4's with the top one capped at 256..512 MB (heldout4 drew up to 1.25 GB),
 so that the simulated comparison stays within ~30 min."""
 
 

@@ -33,8 +33,8 @@ set name (`portfolio_runs --set`, $HOPSIM_PORTFOLIO_SET; validation/portfolio.py
             missed most); no shape measured before, of the tests or benchmarks (OLD_SHAPES4):
             18 shapes, 72 points.
   heldout5  the fifth set (drawn 2026-11-25 before the eighth freeze, SEED5 2020261125): heldout4's
-            cells with a new seed, the top bytes bin capped at 384..640 MiB (BYTE_BINS5: 1024 columns
-            at 96K..160K rows), so the simulated comparison stays within ~30 min; no shape of
+            cells with a new seed, the top bytes bin capped at 256..512 MiB (BYTE_BINS5: 1024 columns
+            at 64K..128K rows), so the simulated comparison stays within ~30 min; no shape of
             heldout1, heldout3, heldout4 or DEV_SHAPES: 18 shapes, 72 points.
 These sizes are held out: the simulator's tests and benchmarks use others.
 
@@ -107,15 +107,16 @@ def heldout4_shapes() -> list[tuple[int, int]]:
 
 
 SEED5 = 2020261125
-BYTE_BINS5 = BYTE_BINS[:2] + ((384 << 20, 640 << 20),)
-"""heldout5's x-bytes bins: heldout3's with the top one capped at 384..640 MiB (heldout4 drew up to 2 GiB):
-1024 columns then means 96K..160K rows, and the simulated comparison stays within ~30 min (softmax_cta
-at heldout4's 199800 x 1024 took 88 s of one core per clock, measured 2026-11-25 on that compared point)."""
+BYTE_BINS5 = BYTE_BINS[:2] + ((256 << 20, 512 << 20),)
+"""heldout5's x-bytes bins: heldout3's with the top one capped at 256..512 MiB (heldout4 drew up to 2 GiB):
+1024 columns then means 64K..128K rows, and the simulated comparison stays within ~30 min (one core,
+per clock, measured 2026-11-25 on heldout4's compared points: softmax_cta 199800 x 1024 88 s,
+softmax_warp 48 s, softmax_cta 11680 x 21504 53 s)."""
 
 
 def heldout5_shapes() -> list[tuple[int, int]]:
     """heldout5's (rows, cols): one per cell of COL_BINS4 x BYTE_BINS5 with SEED5 (1024 columns
-    exactly at 1K..4K, 16K..64K and 96K..160K rows: one warp per row, the class heldout4 missed
+    exactly at 1K..4K, 16K..64K and 64K..128K rows: one warp per row, the class heldout4 missed
     most; then heldout3's cols bins), never a shape of heldout1, heldout3, heldout4 or DEV_SHAPES."""
     old = frozenset(grid_shapes()) | frozenset(drawn_shapes()) | frozenset(heldout4_shapes()) | DEV_SHAPES
     return drawn_shapes(SEED5, COL_BINS4, old, BYTE_BINS5)
