@@ -292,6 +292,8 @@ def run_point(b: _Bench, p: dict) -> dict:
     runs, ms, tickets = [], [], []
     for i in range(WARM + REPS):
         t, rows, tk = b.launch(p)
+        if tk == 0:
+            raise RuntimeError(f"{p['name']}: no CTA took a ticket (none ran on SM 0?)")
         if i >= WARM:
             runs.append(rows)
             ms.append(t)

@@ -157,6 +157,15 @@ def test_run_point_and_attribution_on_a_fake_bench():
     assert "f32_b8x8_swnone" in ml.summary(ml.attribute(recs))
 
 
+def test_a_launch_where_no_cta_worked_is_an_error_not_a_record():
+    class _Empty(_FakeBench):
+        def launch(self, p):
+            return 0.05, np.zeros((0, ml.HDR + 4 * ml.NTILES), dtype=np.int64), 0
+
+    with pytest.raises(RuntimeError, match="no CTA took a ticket"):
+        ml.run_point(_Empty(), ml.plan()[0])
+
+
 def test_missing_out_is_exit_2(capsys):
     assert ml.main([]) == 2
     assert "--out" in capsys.readouterr().err
