@@ -129,18 +129,10 @@ def tolerance(params: GemmParams) -> float:
     return 4 * (unit + acc)
 
 
-def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
-                  trace: bool = False, seed: int = 0, max_cycles: int | None = None,
-                  plan_cache: dict | None = None, trace_sms: frozenset | None = None,
-                  loop: str = "rotated", no_mma: bool = False) -> GemmRun:
-    """Build the IR kernel of `params` (kernels/gemm/) and time it on `gpu` (default H100 SXM,
-    calibrated). `check=True` runs with values and compares the product with numpy (raises
-    `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS. `trace_sms`: with
-    `trace`, record only those SMs (timing/runner.py simulate; None: every SM). `loop`: "rotated"
-    (default: a cold L2, the records' rotated buffers) or "same" (a loop over the same buffers: A
-    and B L2-resident at the start when they fit, hopsim/timing/launch.py). `no_mma`: the
-    diagnostic twin without wgmma.mma_async (kernels/gemm build_gemm_nomma: the H100's
-    `gemm_cycles_nomma` microbenchmark, -DGEMM_NO_MMA=1); timing only (C is wrong)."""
+def checked_mode(params: GemmParams, mode: str, check: bool, no_mma: bool) -> str:
+    """The simulation mode that `mode` ("auto": full with a check, else fast) means, after
+    refusing what cannot run: an unknown mode, a check in the fast mode or with no_mma, a check
+    above CHECK_MAX_MACS (InputError; before any simulation)."""
     if mode not in MODES:
         raise InputError("mode", mode, "one of " + ", ".join(MODES))
     if mode == "auto":
@@ -154,6 +146,22 @@ def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bo
                          "--check runs every instruction functionally")
     if no_mma and check:
         raise InputError("check", "with no-mma", "no check: the twin without wgmma.mma_async computes no product")
+    return mode
+
+
+def simulate_gemm(params: GemmParams, gpu=None, *, mode: str = "auto", check: bool = False,
+                  trace: bool = False, seed: int = 0, max_cycles: int | None = None,
+                  plan_cache: dict | None = None, trace_sms: frozenset | None = None,
+                  loop: str = "rotated", no_mma: bool = False) -> GemmRun:
+    """Build the IR kernel of `params` (kernels/gemm/) and time it on `gpu` (default H100 SXM,
+    calibrated). `check=True` runs with values and compares the product with numpy (raises
+    `CheckFailed` beyond `tolerance(params)`); it is refused above CHECK_MAX_MACS. `trace_sms`: with
+    `trace`, record only those SMs (timing/runner.py simulate; None: every SM). `loop`: "rotated"
+    (default: a cold L2, the records' rotated buffers) or "same" (a loop over the same buffers: A
+    and B L2-resident at the start when they fit, hopsim/timing/launch.py). `no_mma`: the
+    diagnostic twin without wgmma.mma_async (kernels/gemm build_gemm_nomma: the H100's
+    `gemm_cycles_nomma` microbenchmark, -DGEMM_NO_MMA=1); timing only (C is wrong)."""
+    mode = checked_mode(params, mode, check, no_mma)
     gpu = twin_issue_costs(gpu or load_gpu(), params)
     gk = build_gemm_nomma(params) if no_mma else build_gemm(params)
     values = mode == "full"
@@ -240,6 +248,7 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
     %globaltimer): the result is simulated at exactly that SM clock instead of `clock`, its
     reported clock being sm_clock_mhz / the ratio. `trace_sms`: the SMs a trace records (None: all).
     `loop`, `no_mma`: as in `simulate_gemm`, for every simulation of the solve."""
+    checked_mode(params, mode, check, no_mma)  # refuse a bad request before the clock solve simulates
     gpu = gpu or load_gpu()
     pm = power or PowerModel.load(gpu.name)
     choice = parse_clock(clock, pm)

@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 
+from hopsim import gemm_sim
 from hopsim.cli import build_parser, main
 from tests.cli.one_line import one_error_line
 
@@ -126,6 +127,18 @@ def test_gemm_bad_input_one_line_exit_2(argv, must_say, capsys):
     assert main(["simulate", "gemm"] + argv) == 2
     line = one_error_line(capsys)
     assert line.startswith("hopsim: error:") and must_say in line
+
+
+@pytest.mark.parametrize("argv, must_say", [
+    (["--m", "4096", "--n", "4096", "--k", "4096", "--check"], "at most"),
+    (["--m", "256", "--n", "256", "--k", "256", "--mode", "fast", "--check"], "fast mode computes no values"),
+])
+def test_a_refused_check_or_mode_simulates_nothing(argv, must_say, capsys, monkeypatch):
+    """The request is refused before the clock solve times anything (it timed 4096^3 three times
+    before saying that --check is limited)."""
+    monkeypatch.setattr(gemm_sim, "simulate_gemm", lambda *a, **k: pytest.fail("simulated before refusing"))
+    assert main(["simulate", "gemm"] + argv) == 2
+    assert must_say in one_error_line(capsys)
 
 
 # ----------------------------------------------------------------------------- simulate FILE.ptx
