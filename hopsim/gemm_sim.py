@@ -274,9 +274,9 @@ def simulate_gemm_clocked(params: GemmParams, gpu=None, clock: Any = "sustained"
             at(sm)
     pt = solver.point(mhz) if sm_clock_mhz is None else solver.point_of(mhz, runs[sm].result)
     wall = sum(r.wall_s for r in runs.values())
-    if check or trace:
+    if check or trace:  # a traced run's tile plan is the solve's (the same fast mode; not --check's values)
         run = simulate_gemm(params, gpu.at_clock(sm), mode=mode, check=check, trace=trace, seed=seed,
-                            trace_sms=trace_sms, loop=loop, no_mma=no_mma)
+                            trace_sms=trace_sms, loop=loop, no_mma=no_mma, plan_cache=None if check else plans)
         wall += run.wall_s
     else:
         run = runs[sm]
