@@ -169,6 +169,37 @@ warp blocked or woken at a warpgroup rendezvous) at ~7-8 us each, no single part
 functional executor, which each clock re-executes, is ~40%. Tried without gain: running a warp on
 inline when its wake-up precedes every queued event (~8% of the waits qualify, <1%); a lower gen-0
 GC threshold (no change).
+spd8 (the eighth session's speed helper; before = 0d0f30f, after = dc10a1c + a570ddd; same numbers: the
+8 points' --json identical but sim_wall_s, fingerprint 0 differing against main's, the main job's table
+and timeline.png byte-identical; the model itself moved meanwhile, f6c6fb1: the table's s3 is now at
+1230 MHz, 276,099 cycles). The lead's idle baseline at 84f6bb2 (load 0.37): main_job wall 10.45 s,
+CPU 18.49. What changed, each measured in-process (CPU seconds, the README's s3 picture):
+  the process's exit           0.37-0.41 -> ~0.07 (an atexit gc.freeze in cli.main: the shutdown's
+                               collections traversed a simulation's results and matplotlib)
+  the drawing                  0.61 -> 0.43 in a fresh process (timeline_boxes' X events, warp lanes
+                               once per lane, the window filter a loop); after the re-simulation, with
+                               the traced run alive, 0.75-0.78 -> 0.58-0.60 (full collections rare
+                               while drawing: runner.rare_full_collections)
+  the picture's CPU            while the early picture runs, the pool's workers are 5 nicer
+                               (sweep.workers_yield): it gets a CPU of its own instead of 2/3 of one
+  one point with --plot/--trace its traced run reuses the solve's tile plan and dispatch record:
+                               -0.6..-1.5 CPU-s per command (s3, s5, box8 s2, box8 elect)
+  main_job side by side, alternating (others' simulations kept the load at 4-7, so no idle number):
+                 load 7:   wall 33.2, 33.6 -> 29.5, 28.1 s; CPU 19.4, 20.7 -> 18.5, 20.3
+                 load 6:   wall 24.1, 30.1 -> 26.1, 30.6 s; CPU 19.4, 19.6 -> 19.0, 20.1
+                 load 4-5: wall 29.9, 29.5 -> 28.7, 28.8 s; CPU 19.4, 19.2 -> 19.0, 18.5
+  Idle-machine estimate (processor sharing of the in-pool CPU times, ~25% above the in-process ones:
+  s1 2.75, s2 3.75, s3 3.95, s4-s6 1.45; main 0.55 import, 0.4 matplotlib, 2.05 picture, 0.05 exit):
+  ~9.2 s (the picture ends with the last points; at 84f6bb2, load 1-2, it ended ~1 s after them);
+  target 8 s: not met.
+  What is left: the points' simulations (14.8 of ~17.9 CPU-s in the pool; the clock solve's 2-3
+  simulations per point are reported, `power.simulations` in the JSON, so they must stay); the
+  pool's CPU times run ~25% above the same points in one process (the lead's 18.49 CPU-s less the
+  main process's ~3.8 against the in-process 11.8; 2 CPUs busy at once: not found whether cache or
+  the host's sharing of the 2 vCPUs); the picture's re-simulation (~1.6 CPU-s:
+  tracing SM 0 adds ~0.18 s to a 1.1-s simulation, the tile plan ~0.2 s). Tried without gain:
+  Python's gen-0 threshold 700 -> 20000 (within noise); the garbage a finished point leaves is
+  ~0.05 CPU-s to collect, not the 0.25 s wall it showed at load 9.
 """
 
 from __future__ import annotations
