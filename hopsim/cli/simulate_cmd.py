@@ -263,7 +263,7 @@ def run_gemm(argv: list[str]) -> int:
     if bad:
         print(f"hopsim simulate gemm: {len(bad)} of {len(points)} points are invalid and skipped "
               f"(first: {first_err})", file=sys.stderr)
-    early = _EarlyPicture(args, list(points[0]))
+    early = _EarlyPicture(args, list(points[0]), workers=min(args.jobs or sweep.default_jobs(), len(ok_idx)))
     got = sweep.run_sweep([points[i] for i in ok_idx], gemm_sim.simulate_point,
                           executor="process" if len(ok_idx) > 1 else "serial", jobs=args.jobs,
                           progress=not args.no_progress,
@@ -285,15 +285,18 @@ def run_gemm(argv: list[str]) -> int:
 class _EarlyPicture:
     """A sweep's picture work done while its points run (sweep.run_sweep `while_waiting`): matplotlib
     is loaded once the workers have started, and the --plot timeline of the fastest point so far is
-    made (its traced re-simulation, then the drawing, kept as the PNG's bytes) once no more chunks
-    are pending than there are CPUs (no chunk waits for a CPU then: the picture's work fills the
-    CPUs the finishing points leave idle; meanwhile the workers run nicer, sweep.workers_yield, so
-    that this work, which the sweep's end waits for, has a CPU of its own). `_sweep_outputs` uses
+    made (its traced re-simulation, then the drawing, kept as the PNG's bytes) once no chunk is
+    queued (no more pending than `workers`: every one left is running) while the workers run nicer
+    (sweep.workers_yield): this work, which the sweep's end waits for, gets a CPU of its own and the
+    last points share the others, so that it ends with them instead of after them (the README's main
+    job since f6c6fb1: stages 1-3 end together, then 4-6 run on the 3 workers; waiting for no more
+    than CPUs pending left the picture ~2 s alone at the end). `_sweep_outputs` uses
     that picture only when the fastest row of the whole sweep is that same row (else it simulates
     and draws its own): the picture is the one the finished sweep picks, byte for byte."""
 
-    def __init__(self, args, keys: list):
+    def __init__(self, args, keys: list, workers: int | None = None):
         self.args, self.keys = args, keys
+        self.workers = workers or os.cpu_count() or 1  # the sweep's local workers
         self.loaded = False
         self.row = self.run = self.png = None
 
@@ -302,7 +305,7 @@ class _EarlyPicture:
             self.loaded = True
             pyplot()
             return
-        if not self.args.plot or self.row is not None or pending > (os.cpu_count() or 1):
+        if not self.args.plot or self.row is not None or pending > self.workers:
             return
         good = [r for r in rows if r is not None and isinstance(r.get("time_ms"), (int, float))]
         if good:

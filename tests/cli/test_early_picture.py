@@ -1,11 +1,10 @@
 """The sweep picture's early work (hopsim/cli/simulate_cmd.py `_EarlyPicture`): matplotlib loads once
-the workers run, the fastest row so far is re-simulated and drawn once no chunk waits for a CPU, and
+the workers run, the fastest row so far is re-simulated and drawn once no chunk is queued, and
 the picture uses that run and drawing only when the finished sweep's fastest row is that same row."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 
 from hopsim.cli import simulate_cmd
@@ -15,20 +14,20 @@ def _rows():
     return [{"stages": s, "time_ms": t} for s, t in ((1, 0.30), (2, 0.26), (3, 0.25))]
 
 
-def test_loads_pyplot_first_then_simulates_and_draws_the_fastest_row_so_far_once_no_chunk_waits(monkeypatch):
+def test_loads_pyplot_first_then_simulates_and_draws_the_fastest_row_so_far_once_no_chunk_is_queued(monkeypatch):
     done = []
     monkeypatch.setattr(simulate_cmd, "pyplot", lambda: done.append("pyplot"))
     monkeypatch.setattr(simulate_cmd, "_traced_run", lambda row, keys: done.append(("run", row["stages"])) or row)
     monkeypatch.setattr(simulate_cmd, "_drawn", lambda run, window: done.append(("draw", run["stages"], window)) or b"png")
-    cpus = os.cpu_count() or 1
-    early = simulate_cmd._EarlyPicture(argparse.Namespace(plot="t.png", plot_cycles=None), ["stages"])
+    workers = 3
+    early = simulate_cmd._EarlyPicture(argparse.Namespace(plot="t.png", plot_cycles=None), ["stages"], workers=workers)
     rows = _rows()
-    early([None, None, None], cpus + 2)
+    early([None, None, None], workers + 2)
     assert done == ["pyplot"]
-    early([rows[0], None, None], cpus + 1)  # more chunks pending than CPUs: one waits for a CPU
+    early([rows[0], None, None], workers + 1)  # more chunks pending than workers: one is queued
     assert done == ["pyplot"]
-    early([rows[0], rows[1], None], cpus)
-    early([rows[0], rows[1], rows[2]], cpus - 1)  # once only
+    early([rows[0], rows[1], None], workers)  # none queued: every pending chunk is running
+    early([rows[0], rows[1], rows[2]], workers - 1)  # once only
     assert done == ["pyplot", ("run", 2), ("draw", 2, None)]
     assert early.run_of(rows[1]) is rows[1] and early.png_of(rows[1]) == b"png"
     assert early.run_of(rows[2]) is None and early.run_of(dict(rows[1])) is None
