@@ -169,7 +169,7 @@ warp blocked or woken at a warpgroup rendezvous) at ~7-8 us each, no single part
 functional executor, which each clock re-executes, is ~40%. Tried without gain: running a warp on
 inline when its wake-up precedes every queued event (~8% of the waits qualify, <1%); a lower gen-0
 GC threshold (no change).
-spd8 (the eighth session's speed helper; before = 0d0f30f, after = dc10a1c + a570ddd; same numbers: the
+spd8 (the eighth session's speed helper; before = 0d0f30f, after = dc10a1c + a570ddd (+ b7f3e2f below); same numbers: the
 8 points' --json identical but sim_wall_s, fingerprint 0 differing against main's, the main job's table
 and timeline.png byte-identical; the model itself moved meanwhile, f6c6fb1: the table's s3 is now at
 1230 MHz, 276,099 cycles). The lead's idle baseline at 84f6bb2 (load 0.37): main_job wall 10.45 s,
@@ -188,11 +188,20 @@ CPU 18.49. What changed, each measured in-process (CPU seconds, the README's s3 
                  load 7:   wall 33.2, 33.6 -> 29.5, 28.1 s; CPU 19.4, 20.7 -> 18.5, 20.3
                  load 6:   wall 24.1, 30.1 -> 26.1, 30.6 s; CPU 19.4, 19.6 -> 19.0, 20.1
                  load 4-5: wall 29.9, 29.5 -> 28.7, 28.8 s; CPU 19.4, 19.2 -> 19.0, 18.5
-  Idle-machine estimate (processor sharing of the in-pool CPU times, ~25% above the in-process ones:
-  s1 2.75, s2 3.75, s3 3.95, s4-s6 1.45; main 0.55 import, 0.4 matplotlib, 2.05 picture, 0.05 exit):
-  ~9.2 s (the picture ends with the last points; at 84f6bb2, load 1-2, it ended ~1 s after them);
-  target 8 s: not met.
-  What is left: the points' simulations (14.8 of ~17.9 CPU-s in the pool; the clock solve's 2-3
+  b7f3e2f: the early picture starts once no chunk is queued (pending <= workers), not once no more
+  than the CPUs are pending. Since f6c6fb1 stages 1-3 end together (3.6-3.9 CPU-s each in the pool)
+  and 4-6 then run on the 3 workers: the old rule started the picture after one of 4-6 ended, and it
+  ran ~2 s alone at the end (instrumented, load 2.2: 18.9 s wall, 19.5 CPU-s); now it starts as 1-3
+  end and is done before 4-6 (load 2.0: 13.2 s wall, 17.8 CPU-s; the table and timeline.png
+  byte-identical). Side by side with it (before = 0d0f30f, after = b7f3e2f):
+                 load 1.7-1.8: wall 10.62 -> 9.69 s, CPU 18.46 -> 18.28 (the closest to idle today)
+                 load 2.1-3.6: wall 10.63, 20.73 -> 17.18, 19.97 s (others' load rose meanwhile)
+                 load 4.2-4.9 (bench_main_job --only main_job): wall 19.45, 18.04 -> 18.25, 19.05 s,
+                 CPU 18.42, 17.78 -> 17.61, 18.57
+  Idle-machine estimate (the in-pool CPU times at load 2, f6c6fb1's model, ~25% above the in-process
+  ones: s1-s3 3.6-3.9, s4-s6 1.3-1.5; main 0.55 import, 0.4 matplotlib, 2.05 picture, 0.05 exit; both
+  CPUs busy to the end): ~9 s; target 8 s: not met.
+  What is left: the points' simulations (~14.8 of ~17.8 CPU-s; the clock solve's 2-3
   simulations per point are reported, `power.simulations` in the JSON, so they must stay); the
   pool's CPU times run ~25% above the same points in one process (the lead's 18.49 CPU-s less the
   main process's ~3.8 against the in-process 11.8; 2 CPUs busy at once: not found whether cache or
