@@ -111,12 +111,15 @@ def compile_gemm(p: GemmParams, digest: str | None = None, extra_flags: tuple = 
     t0 = time.time()
     cached = cubin.exists() and logf.exists()
     if not cached:
-        tmp = d / f".tmp_{key}_{os.getpid()}.cubin"
+        # log, then cubin, each written under a private name and renamed: a process that finds the
+        # cubin (parallel tests, compile_many) reads a whole log, even while another compiles it too
+        tmp, tmp_log = d / f".tmp_{key}_{os.getpid()}.cubin", d / f".tmp_{key}_{os.getpid()}.log"
         r = subprocess.run(["nvcc", *flags, "-o", str(tmp), str(GEMM_SRC)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise HarnessError(f"nvcc failed for {p.tag}:\n{r.stderr[-4000:]}")
-        logf.write_text(r.stdout + r.stderr)
+        tmp_log.write_text(r.stdout + r.stderr)
+        tmp_log.replace(logf)
         tmp.replace(cubin)
     info = parse_ptxas(logf.read_text())
     return Compiled(cubin=cubin, key=key, registers=info.get("registers"),
