@@ -7,8 +7,15 @@ import os
 import pathlib
 
 import pytest
+from hypothesis import settings
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+
+# Property tests draw the same examples in every run and in every test process (a seed derived
+# from the test, no example database): a run never depends on luck, on the order the tests run
+# in, or on what an earlier run left in .hypothesis/.
+settings.register_profile("hopsim", derandomize=True, database=None)
+settings.load_profile("hopsim")
 
 
 MAX_WORKERS = 2
