@@ -60,7 +60,7 @@ TILES_C = 256               # tile columns of every tensor (a power of two: the 
 HBM_BYTES, L2_BYTES = 1 << 30, 8 << 20   # largest tensor (cold) and the L2-resident one
 SPREAD_MULT = 0x9E3779B1    # odd: i -> i * mult mod tiles is a bijection of the tile grid
 FLUSH_MIB = 384             # read before every launch of a cold (hbm*) point: 7.7x the 50 MiB L2
-SMEM_PER_SM = 228 * 1024    # shared memory of one SM (hopper-facts: 228 KB, 227 KB per CTA)
+SMEM_PER_SM = 228 * 1024    # shared memory of one SM (docs/hopper-facts.md: 228 KB, 227 KB per CTA)
 CTA_RESERVED = 1024         # the driver's per-CTA reservation
 STATIC_SMEM = 1024          # tma_loop's static segment (ptxas: 1024 bytes smem: the mbarriers, padded)
 REPS, WARM = 3, 1           # timed and untimed launches per point
@@ -71,7 +71,7 @@ EST_S_PER_LAUNCH = 0.004    # planned seconds per launch (launch, sync, copy bac
 # ---------------------------------------------------------------- the sweep (pure)
 def stage_bytes(dtype: str, box_rows: int, box_cols: int, swizzle: str) -> int:
     """One stage: box rows x row pitch (inner bytes, at least the swizzle span when swizzled) rounded
-    up to 1024 B: validation/portfolio_tmacopy.stage_bytes (tmacopy's stages)."""
+    up to 1024 B: stage_bytes of validation/portfolio_tmacopy.py (tmacopy's stages)."""
     inner = box_cols * ESIZE[dtype]
     pitch = inner if swizzle == "none" else max(inner, SPAN[swizzle])
     return -(-box_rows * pitch // 1024) * 1024

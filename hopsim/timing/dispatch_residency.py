@@ -259,7 +259,7 @@ class DispatchResidency:
 def reread_hit_fraction(footprint: float, start: float, end: float) -> float:
     """Share of re-reads at reuse footprint `footprint` (bytes) that hit L2: 1 up to `start`,
     0 from `end`, linear between (timing.l2_reread_ramp_*_fraction x l2_bytes, fitted on
-    micro_membw's reuse_read rounds: hopsim/validate/calibrate_membw.reread_ramp)."""
+    micro_membw's reuse_read rounds: reread_ramp in hopsim/validate/calibrate_membw.py)."""
     if footprint <= start:
         return 1.0
     if footprint >= end:
