@@ -30,6 +30,18 @@
 //                                globaltimer start, end} (validation/cycle_profile.py); default 0
 //   GEMM_NO_MMA              1 = no wgmma.mma_async (a diagnostic build: the load pipeline, barriers
 //                                and epilogue alone; C is wrong); default 0
+//   GEMM_DIAG_NO_TMA         1 = the first S k-tiles are loaded, later k-tiles reuse those stages
+//                                (no refill TMA, no full-barrier wait after the first S; C is wrong)
+//   GEMM_DIAG_NO_FULL_WAIT   1 = no full-barrier wait before a k-tile's wgmmas: the same wait runs
+//                                after they are issued (barrier phases stay valid; the wgmmas may
+//                                read a stage before its TMA lands: a race tolerated for timing
+//                                only; C is wrong)
+//   GEMM_DIAG_NO_WAIT_GROUP  1 = no wgmma.wait_group inside the k-loop (the final one stays; the
+//                                stage release races the wgmmas reading it; C is wrong)
+//   GEMM_DIAG_NO_FENCE       1 = no wgmma.fence before each k-tile's wgmmas
+//                            The GEMM_DIAG_* builds are validation/micro_single_loop.py's timing
+//                            diagnostics (the single variant's per-k-tile cost taken apart); default 0
+//                            each, which leaves the default build unchanged
 //
 // Shared memory (dynamic, base rounded up to 1024 B so every swizzle atom is aligned):
 //   [A stage 0..S-1: BM x 64 each][B stage 0..S-1: BN x 64 each][epilogue slabs: 2 KB per warp]
@@ -112,6 +124,19 @@
 #ifndef GEMM_NO_MMA
 #define GEMM_NO_MMA 0    // 1: a diagnostic build without the wgmma.mma_async (validation/cycle_profile.py
                          //    --set nomma): the TMA/mbarrier pipeline and epilogue alone (wrong C)
+#endif
+
+#ifndef GEMM_DIAG_NO_TMA
+#define GEMM_DIAG_NO_TMA 0
+#endif
+#ifndef GEMM_DIAG_NO_FULL_WAIT
+#define GEMM_DIAG_NO_FULL_WAIT 0
+#endif
+#ifndef GEMM_DIAG_NO_WAIT_GROUP
+#define GEMM_DIAG_NO_WAIT_GROUP 0
+#endif
+#ifndef GEMM_DIAG_NO_FENCE
+#define GEMM_DIAG_NO_FENCE 0
 #endif
 
 #if GEMM_DTYPE == 0
@@ -375,19 +400,36 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
 #pragma unroll 1
     for (int kt = 0; kt < KT; ++kt) {
       const int s = kt % S;
+#if !GEMM_DIAG_NO_FULL_WAIT
+#if GEMM_DIAG_NO_TMA
+      if (kt < S)
+#endif
       sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
+#endif
+#if !GEMM_DIAG_NO_FENCE
       sm90::wgmma_fence();
+#endif
       mma_stage(acc, sA + s * A_STAGE, sB + s * B_STAGE, 0);
       sm90::wgmma_commit();
+#if GEMM_DIAG_NO_FULL_WAIT  // the same wait, after the wgmmas are issued (phases stay valid)
+#if GEMM_DIAG_NO_TMA
+      if (kt < S)
+#endif
+      sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
+#endif
       // Release the stage whose wgmmas are now complete (kt-1, or kt with a single stage):
       // lane 0 of each warp arrives on its empty barrier; warp 0 waits for all 4 warps,
       // then refills it with k-tile rel + S.
       int rel;
       if constexpr (S == 1) {
+#if !GEMM_DIAG_NO_WAIT_GROUP
         sm90::wgmma_wait<0>();
+#endif
         rel = kt;
       } else {
+#if !GEMM_DIAG_NO_WAIT_GROUP
         sm90::wgmma_wait<1>();
+#endif
         rel = kt - 1;
       }
       if (rel >= 0) {
@@ -395,8 +437,10 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
         if (threadIdx.x % 32 == 0) sm90::mbar_arrive(sm90::smem_u32(&empty_bar[rs]));
         if (warp0 && rel + S < KT) {
           sm90::mbar_wait(sm90::smem_u32(&empty_bar[rs]), (rel / S) & 1);
+#if !GEMM_DIAG_NO_TMA
           load_stage(&tma_a, &tma_b, sA + rs * A_STAGE, sB + rs * B_STAGE,
                      sm90::smem_u32(&full_bar[rs]), rel + S, tm, tn, issuer);
+#endif
         }
       }
     }
@@ -415,7 +459,7 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
       if (threadIdx.x < 32) {  // warp 0 as a whole; the elected lane issues
         const uint32_t issuer = sm90::elect_one_sync();
 #pragma unroll 1
-        for (int kt = 0; kt < KT; ++kt) {
+        for (int kt = 0; kt < (GEMM_DIAG_NO_TMA ? (S < KT ? S : KT) : KT); ++kt) {
           const int s = kt % S;
           sm90::mbar_wait(sm90::smem_u32(&empty_bar[s]), ((kt / S) & 1) ^ 1);
           load_stage(&tma_a, &tma_b, sA + s * A_STAGE, sB + s * B_STAGE,
@@ -425,7 +469,7 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
 #else
       if (threadIdx.x == 0) {
 #pragma unroll 1
-        for (int kt = 0; kt < KT; ++kt) {
+        for (int kt = 0; kt < (GEMM_DIAG_NO_TMA ? (S < KT ? S : KT) : KT); ++kt) {
           const int s = kt % S;
           sm90::mbar_wait(sm90::smem_u32(&empty_bar[s]), ((kt / S) & 1) ^ 1);
           load_stage(&tma_a, &tma_b, sA + s * A_STAGE, sB + s * B_STAGE,
@@ -446,15 +490,32 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
 #pragma unroll 1
       for (int kt = 0; kt < KT; ++kt) {
         const int s = kt % S;
+#if !GEMM_DIAG_NO_FULL_WAIT
+#if GEMM_DIAG_NO_TMA
+        if (kt < S)
+#endif
         sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
+#endif
+#if !GEMM_DIAG_NO_FENCE
         sm90::wgmma_fence();
+#endif
         mma_stage(acc, sA + s * A_STAGE, sB + s * B_STAGE, cw);
         sm90::wgmma_commit();
+#if GEMM_DIAG_NO_FULL_WAIT  // the same wait, after the wgmmas are issued (phases stay valid)
+#if GEMM_DIAG_NO_TMA
+        if (kt < S)
+#endif
+        sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
+#endif
         if constexpr (S == 1) {
+#if !GEMM_DIAG_NO_WAIT_GROUP
           sm90::wgmma_wait<0>();
+#endif
           if (signaller) sm90::mbar_arrive(sm90::smem_u32(&empty_bar[s]));
         } else {
+#if !GEMM_DIAG_NO_WAIT_GROUP
           sm90::wgmma_wait<1>();
+#endif
           if (signaller && kt >= 1) sm90::mbar_arrive(sm90::smem_u32(&empty_bar[(kt - 1) % S]));
         }
       }
