@@ -149,8 +149,13 @@ def test_cuda_defines_match_macros_in_source():
     macros = set(re.findall(r"#ifndef (GEMM_\w+)", src))
     # GEMM_PROFILE and GEMM_NO_MMA are not kernel knobs: validation/cycle_profile.py adds them (a
     # 4th argument receives per-CTA clock64 spans; the diagnostic build without wgmma.mma_async);
-    # every knob of GemmParams is a macro and vice versa
-    assert set(GemmParams().cuda_defines()) == macros - {"GEMM_PROFILE", "GEMM_NO_MMA"}
+    # nor are the GEMM_DIAG_* timing-only switches of validation/micro_single_loop.py (off by
+    # default, each removes one piece of the k-tile loop); every knob of GemmParams is a macro and
+    # vice versa
+    diag = {m for m in macros if m.startswith("GEMM_DIAG_")}
+    assert diag == {"GEMM_DIAG_NO_TMA", "GEMM_DIAG_NO_FULL_WAIT", "GEMM_DIAG_NO_WAIT_GROUP",
+                    "GEMM_DIAG_NO_FENCE"}
+    assert set(GemmParams().cuda_defines()) == macros - {"GEMM_PROFILE", "GEMM_NO_MMA"} - diag
 
 
 def test_round_trip_and_tag_unique():
