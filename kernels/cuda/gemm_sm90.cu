@@ -332,6 +332,13 @@ __device__ __forceinline__ void epilogue(acc_t (&acc)[cfg::MI][cfg::ACC_PER_M64]
   }
 }
 
+// A consumer's wait for k-tile kt's stage s to be full (its TMA landed). With GEMM_DIAG_NO_TMA
+// only the first S k-tiles are loaded, so later k-tiles do not wait.
+__device__ __forceinline__ void wait_full(uint64_t* full_bar, int s, int kt) {
+  if (GEMM_DIAG_NO_TMA && kt >= cfg::S) return;
+  sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / cfg::S) & 1);
+}
+
 extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
     gemm_sm90(const __grid_constant__ TmaDesc tma_a, const __grid_constant__ TmaDesc tma_b,
               elem_t* __restrict__ C
@@ -400,36 +407,20 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
 #pragma unroll 1
     for (int kt = 0; kt < KT; ++kt) {
       const int s = kt % S;
-#if !GEMM_DIAG_NO_FULL_WAIT
-#if GEMM_DIAG_NO_TMA
-      if (kt < S)
-#endif
-      sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
-#endif
-#if !GEMM_DIAG_NO_FENCE
-      sm90::wgmma_fence();
-#endif
+      if (!GEMM_DIAG_NO_FULL_WAIT) wait_full(full_bar, s, kt);
+      if (!GEMM_DIAG_NO_FENCE) sm90::wgmma_fence();
       mma_stage(acc, sA + s * A_STAGE, sB + s * B_STAGE, 0);
       sm90::wgmma_commit();
-#if GEMM_DIAG_NO_FULL_WAIT  // the same wait, after the wgmmas are issued (phases stay valid)
-#if GEMM_DIAG_NO_TMA
-      if (kt < S)
-#endif
-      sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
-#endif
+      if (GEMM_DIAG_NO_FULL_WAIT) wait_full(full_bar, s, kt);  // after the wgmmas issue (phases stay valid)
       // Release the stage whose wgmmas are now complete (kt-1, or kt with a single stage):
       // lane 0 of each warp arrives on its empty barrier; warp 0 waits for all 4 warps,
       // then refills it with k-tile rel + S.
       int rel;
       if constexpr (S == 1) {
-#if !GEMM_DIAG_NO_WAIT_GROUP
-        sm90::wgmma_wait<0>();
-#endif
+        if (!GEMM_DIAG_NO_WAIT_GROUP) sm90::wgmma_wait<0>();
         rel = kt;
       } else {
-#if !GEMM_DIAG_NO_WAIT_GROUP
-        sm90::wgmma_wait<1>();
-#endif
+        if (!GEMM_DIAG_NO_WAIT_GROUP) sm90::wgmma_wait<1>();
         rel = kt - 1;
       }
       if (rel >= 0) {
@@ -437,10 +428,9 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
         if (threadIdx.x % 32 == 0) sm90::mbar_arrive(sm90::smem_u32(&empty_bar[rs]));
         if (warp0 && rel + S < KT) {
           sm90::mbar_wait(sm90::smem_u32(&empty_bar[rs]), (rel / S) & 1);
-#if !GEMM_DIAG_NO_TMA
-          load_stage(&tma_a, &tma_b, sA + rs * A_STAGE, sB + rs * B_STAGE,
-                     sm90::smem_u32(&full_bar[rs]), rel + S, tm, tn, issuer);
-#endif
+          if (!GEMM_DIAG_NO_TMA)
+            load_stage(&tma_a, &tma_b, sA + rs * A_STAGE, sB + rs * B_STAGE,
+                       sm90::smem_u32(&full_bar[rs]), rel + S, tm, tn, issuer);
         }
       }
     }
@@ -490,32 +480,16 @@ extern "C" __global__ void __launch_bounds__(cfg::THREADS, 1)
 #pragma unroll 1
       for (int kt = 0; kt < KT; ++kt) {
         const int s = kt % S;
-#if !GEMM_DIAG_NO_FULL_WAIT
-#if GEMM_DIAG_NO_TMA
-        if (kt < S)
-#endif
-        sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
-#endif
-#if !GEMM_DIAG_NO_FENCE
-        sm90::wgmma_fence();
-#endif
+        if (!GEMM_DIAG_NO_FULL_WAIT) wait_full(full_bar, s, kt);
+        if (!GEMM_DIAG_NO_FENCE) sm90::wgmma_fence();
         mma_stage(acc, sA + s * A_STAGE, sB + s * B_STAGE, cw);
         sm90::wgmma_commit();
-#if GEMM_DIAG_NO_FULL_WAIT  // the same wait, after the wgmmas are issued (phases stay valid)
-#if GEMM_DIAG_NO_TMA
-        if (kt < S)
-#endif
-        sm90::mbar_wait(sm90::smem_u32(&full_bar[s]), (kt / S) & 1);
-#endif
+        if (GEMM_DIAG_NO_FULL_WAIT) wait_full(full_bar, s, kt);  // after the wgmmas issue (phases stay valid)
         if constexpr (S == 1) {
-#if !GEMM_DIAG_NO_WAIT_GROUP
-          sm90::wgmma_wait<0>();
-#endif
+          if (!GEMM_DIAG_NO_WAIT_GROUP) sm90::wgmma_wait<0>();
           if (signaller) sm90::mbar_arrive(sm90::smem_u32(&empty_bar[s]));
         } else {
-#if !GEMM_DIAG_NO_WAIT_GROUP
-          sm90::wgmma_wait<1>();
-#endif
+          if (!GEMM_DIAG_NO_WAIT_GROUP) sm90::wgmma_wait<1>();
           if (signaller && kt >= 1) sm90::mbar_arrive(sm90::smem_u32(&empty_bar[(kt - 1) % S]));
         }
       }
