@@ -39,7 +39,7 @@ import time
 
 from kernels.params import GemmParams
 from validation import harness as H
-from validation.gemm_profile import NO_MMA_FLAGS, analyse, compile_profile
+from validation.gemm_profile import NO_MMA_FLAGS, analyse, compile_profile, profile_launcher
 from validation.gemm_runs import SINGLE, WS1, WS2
 from validation.provenance import device_provenance, write_record
 
@@ -128,19 +128,7 @@ def profile_one(p: GemmParams, compiled, warm_s: float = 0.25) -> dict:
     """Warm batch (about warm_s of launches), then the profile of the last launch."""
     import cupy as cp
 
-
-    mod = cp.RawModule(path=str(compiled.cubin))
-    fn = mod.get_function("gemm_sm90")
-    fn.max_dynamic_shared_size_bytes = p.dynamic_smem_bytes
-    a, b = H.make_inputs(p, 7)
-    c = cp.empty((p.m, p.n), dtype=H.cp_dtype(p.dtype))
-    prof = cp.zeros(p.grid * 5, dtype=cp.uint64)
-    ta, tb = H.gemm_tensor_maps(p, a, b)
-    maps = (H._as_param(ta), H._as_param(tb))
-
-    def launch():
-        fn((p.grid,), (p.threads,), (maps[0], maps[1], c, prof), shared_mem=p.dynamic_smem_bytes)
-
+    launch, prof = profile_launcher(p, compiled)
     launch()
     H.check_last_error(f"profile launch {p.tag}")
     est = max(p.flops / 500e12, 2e-6)

@@ -50,6 +50,24 @@ def compile_profile(p: GemmParams, digest: str | None = None, extra: tuple = ())
         return e
 
 
+def profile_launcher(p: GemmParams, compiled, seed: int = 7):
+    """The profile build `compiled` of p loaded with one input set (harness.make_inputs(p, seed)):
+    (launch, prof), where each launch() runs the kernel once and writes its per-CTA {smid, clock64
+    at entry and end, %globaltimer at both} into the device array prof (grid x 5 uint64)."""
+    import cupy as cp  # noqa: PLC0415  (GPU only)
+
+    kern = H.GemmKernel(p, compiled)
+    a, b = H.make_inputs(p, seed)
+    c = cp.empty((p.m, p.n), dtype=H.cp_dtype(p.dtype))
+    prof = cp.zeros(p.grid * 5, dtype=cp.uint64)
+    maps = kern.maps(a, b)
+
+    def launch(_inputs=(a, b)):  # the tensor maps hold A's and B's addresses: keep them alive
+        kern.fn((p.grid,), (p.threads,), (maps[0], maps[1], c, prof), shared_mem=kern.smem)
+
+    return launch, prof
+
+
 def analyse(prof, ctas: int) -> dict:
     """Statistics of a (ctas, 5) uint64 array {smid, c0, c1, g0, g1} (see cycle_profile's docstring)."""
     a = np.asarray(prof, dtype=np.int64).reshape(ctas, 5)

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 from kernels.params import GemmParams
 from validation import harness as H
-from validation.gemm_profile import NO_MMA_FLAGS, compile_profile
+from validation.gemm_profile import NO_MMA_FLAGS, compile_profile, profile_launcher
 from validation.gemm_runs import SINGLE, WS1
 from validation.provenance import device_provenance, write_record
 
@@ -126,18 +126,7 @@ def time_build(p: GemmParams, compiled, warm: int = WARM, reps: int = REPS) -> d
     """`warm` launches, then `reps` launches each read back: the CTA's cycles and clock per launch."""
     import cupy as cp
 
-    mod = cp.RawModule(path=str(compiled.cubin))
-    fn = mod.get_function("gemm_sm90")
-    fn.max_dynamic_shared_size_bytes = p.dynamic_smem_bytes
-    a, b = H.make_inputs(p, 7)
-    c = cp.empty((p.m, p.n), dtype=H.cp_dtype(p.dtype))
-    prof = cp.zeros(p.grid * 5, dtype=cp.uint64)
-    ta, tb = H.gemm_tensor_maps(p, a, b)
-    maps = (H._as_param(ta), H._as_param(tb))
-
-    def launch():
-        fn((p.grid,), (p.threads,), (maps[0], maps[1], c, prof), shared_mem=p.dynamic_smem_bytes)
-
+    launch, prof = profile_launcher(p, compiled)
     for _ in range(warm):
         launch()
     cp.cuda.Device().synchronize()
